@@ -1,0 +1,22 @@
+"""citegate's Dagster definitions: every stage's assets and checks, the nightly schedule, one executor."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from citegate_assets.defs.automation import nightly_job, nightly_schedule
+from citegate_assets.defs.ingest import ingest_prompt_log, prompt_log
+from citegate_assets.defs.provenance import provenance_results
+from citegate_assets.defs.resources import WarehouseResource
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(
+        assets=[prompt_log, ingest_prompt_log, provenance_results],
+        jobs=[nightly_job],
+        schedules=[nightly_schedule],
+        resources={"warehouse": WarehouseResource()},
+        # one process per run: DuckDB allows a single writer, and the steps share it in turn
+        executor=dg.in_process_executor,
+    )

@@ -1,0 +1,99 @@
+"""Ingest stage: the prompt log (landing folder) into the warehouse's append-only tables."""
+
+import dagster as dg
+import polars as pl
+
+from citegate_assets.lib.ingest import ingest_landing
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.warehouse import load_sql
+
+from .partitions import daily_partitions, partition_days
+from .resources import DUCKDB_POOL, WarehouseResource
+
+prompt_log = dg.AssetSpec(
+    "prompt_log",
+    description="Logged model calls (citegate-log/1 JSONL, optionally gzipped) in the landing folder; written by the RAG product.",
+    group_name="ingest",
+    kinds={"json"},
+)
+
+INGEST_TABLES = {
+    "prompts": "Every logged prompt as sent (raw), its sha256, its normalized text and the context block offsets.",
+    "prompt_sections": "Each chunk section of each prompt's context block, resolved to the retrieved chunk it carries.",
+    "retrievals": "What retrieval returned for each call, before prompt assembly, and whether it reached the prompt.",
+    "citations": "Each structured citation (chunk id, verbatim span, claim); citation_id = request_id#position.",
+    "ingest_rejects": "Lines or files that could not be ingested, with file, line, raw text and a reason code.",
+    "answer_rejects": "Answers whose citations field does not parse (their prompt is still stored), with a reason code.",
+    "prompt_conflicts": "Second records under a known request_id with a different prompt; the first is kept.",
+    "ingested_files": "Ledger of landing files: lines read, records ingested and rejected, status.",
+}
+INGEST_CHECK = "every_line_accounted_for"
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(name, description=text, group_name="ingest", kinds={"duckdb"}, deps=[prompt_log])
+        for name, text in INGEST_TABLES.items()
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            INGEST_CHECK,
+            asset="ingested_files",
+            blocking=True,
+            description="For every landing file: lines read = records ingested + records rejected.",
+        )
+    ],
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    pool=DUCKDB_POOL,
+)
+def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    """Ingest new landing files: validate, normalize each prompt once, append; bad lines become reject rows."""
+    start, end = partition_days(context)
+    config = warehouse.config()
+    landing = warehouse.landing_path()
+    context.log.info(f"ingesting {landing} into {warehouse.database_path()}")
+
+    def progress(file_name: str, lines: int, nbytes: int) -> None:
+        context.log.info(f"{file_name}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)")
+
+    with warehouse.connect() as con:
+        summary = ingest_landing(con, landing, config, progress=progress)
+        counts = dict(
+            con.sql(load_sql("ingest/partition_counts"), params={"start": start, "end": end}).fetchall()
+        )
+        reject_reasons = con.sql(load_sql("ingest/reject_reasons"), params={"start": start, "end": end}).pl()
+        unbalanced = con.sql(
+            "select file_name, lines_read, records_ingested, records_rejected from ingested_files "
+            "where lines_read <> records_ingested + records_rejected"
+        ).pl()
+        preview = con.sql(load_sql("ingest/prompts_preview"), params={"start": start, "end": end}).pl()
+    outside = sorted(d.isoformat() for d in summary.days if not start <= d < end)
+    run_facts = {
+        "files_read_this_run": summary.files_read,
+        "lines_read_this_run": summary.lines_read,
+        "records_ingested_this_run": summary.records_ingested,
+        "records_rejected_this_run": summary.records_rejected,
+        "answers_rejected_this_run": summary.answers_rejected,
+        "days_ingested_outside_this_partition": ", ".join(outside[:31]) + (" …" if len(outside) > 31 else ""),
+    }
+    for name in INGEST_TABLES:
+        metadata: dict = {"dagster/row_count": counts.get(name, 0)}
+        if name == "prompts":
+            metadata |= run_facts | {"preview": dg.MetadataValue.md(markdown_table(preview))}
+        if name in ("ingest_rejects", "answer_rejects"):
+            metadata["reasons"] = dg.MetadataValue.md(markdown_table(reject_reasons.filter(pl.col("table_name") == name)))
+        if name == "ingested_files":
+            yield dg.MaterializeResult(
+                asset_key=name,
+                metadata=metadata,
+                check_results=[
+                    dg.AssetCheckResult(
+                        check_name=INGEST_CHECK,
+                        passed=unbalanced.is_empty(),
+                        metadata={"files_out_of_balance": dg.MetadataValue.md(markdown_table(unbalanced))},
+                    )
+                ],
+            )
+        else:
+            yield dg.MaterializeResult(asset_key=name, metadata=metadata)

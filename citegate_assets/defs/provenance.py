@@ -1,0 +1,54 @@
+"""Provenance stage: the deterministic gate on every citation (SPEC section 4)."""
+
+import dagster as dg
+
+from citegate_assets.lib.provenance import check_provenance
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.warehouse import load_sql
+
+from .partitions import daily_partitions, partition_days
+from .resources import DUCKDB_POOL, WarehouseResource
+
+COVERAGE_CHECK = "one_row_per_citation"
+
+
+@dg.asset(
+    group_name="provenance",
+    kinds={"duckdb"},
+    deps=["citations", "prompts", "prompt_sections", "retrievals"],
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    pool=DUCKDB_POOL,
+    check_specs=[
+        dg.AssetCheckSpec(
+            COVERAGE_CHECK,
+            asset="provenance_results",
+            blocking=True,
+            description="Every citation of the partition has exactly one provenance row, and no row lacks a citation.",
+        )
+    ],
+)
+def provenance_results(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Provenance verdict per citation: was the cited span in the cited chunk's section of the prompt as sent?"""
+    start, end = partition_days(context)
+    params = {"start": start, "end": end}
+    with warehouse.connect() as con:
+        n = check_provenance(con, start, end)
+        by_reason = con.sql(load_sql("provenance/reasons_by_surface"), params=params).pl()
+        [(missing, duplicated, orphaned)] = con.sql(load_sql("provenance/coverage"), params=params).fetchall()
+        preview = con.sql(load_sql("provenance/preview"), params=params).pl()
+    context.log.info(f"provenance: {n:,} citations checked for {start} .. {end}")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": n,
+            "reasons_by_surface": dg.MetadataValue.md(markdown_table(by_reason, max_rows=60)),
+            "failures_preview": dg.MetadataValue.md(markdown_table(preview)),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=COVERAGE_CHECK,
+                passed=missing == 0 and duplicated == 0 and orphaned == 0,
+                metadata={"citations_without_row": missing, "citations_with_several_rows": duplicated, "rows_without_citation": orphaned},
+            )
+        ],
+    )

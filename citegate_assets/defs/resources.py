@@ -1,0 +1,58 @@
+"""Where the warehouse, the landing folder and citegate.toml live; connections open only inside assets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from citegate_assets.lib.config import Config, load_config
+from citegate_assets.lib.warehouse import connect, ensure_schema
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DUCKDB_POOL = "citegate_duckdb"
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """The DuckDB warehouse file, the landing folder of logged prompts, and the citegate.toml in force.
+
+    Empty fields fall back to CITEGATE_WAREHOUSE, CITEGATE_LOGS and CITEGATE_CONFIG, then to
+    data/warehouse.duckdb, data/landing and ./citegate.toml under the project root.
+    """
+
+    database: str = ""
+    landing_folder: str = ""
+    config_file: str = ""
+
+    def database_path(self) -> Path:
+        return _resolve(self.database, "CITEGATE_WAREHOUSE", "data/warehouse.duckdb")
+
+    def landing_path(self) -> Path:
+        return _resolve(self.landing_folder, "CITEGATE_LOGS", "data/landing")
+
+    def config(self) -> Config:
+        explicit = self.config_file or os.environ.get("CITEGATE_CONFIG")
+        if explicit:
+            return load_config(explicit)
+        default = PROJECT_ROOT / "citegate.toml"
+        return load_config(default if default.exists() else None)
+
+    def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return _connect_with_schema(self.database_path())
+
+
+def _resolve(value: str, env: str, default: str) -> Path:
+    chosen = value or os.environ.get(env) or default
+    path = Path(chosen)
+    return path if path.is_absolute() else (PROJECT_ROOT / path if not value and not os.environ.get(env) else path.resolve())
+
+
+@contextmanager
+def _connect_with_schema(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    with connect(path) as con:
+        ensure_schema(con)
+        yield con

@@ -1,0 +1,1 @@
+"""Pure logic of citegate: no dagster imports here, so these modules test in milliseconds."""

@@ -1,0 +1,317 @@
+"""One batch of validated records → the frames the ingest tables hold (vectorized with polars).
+
+Each prompt is normalized once here, piece by piece: a piece keeps its structural role (outside the
+context block, template text inside it, a chunk header, a chunk body). The normalized prompt is the
+non-empty normalized pieces joined by one space, so every section boundary is a token boundary and
+the offsets of the context block and of every chunk body fall out of a cumulative sum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import polars as pl
+
+from .config import Config
+from .containers import PromptDecodeError, decode_prompt
+from .normalize import NORMALIZATION_VERSION, normalize
+from .profiles import BODY, CONTEXT, HEADER, split_prompt
+from .records import Record, Reject
+
+
+@dataclass
+class Frames:
+    prompts: pl.DataFrame
+    sections: pl.DataFrame
+    retrievals: pl.DataFrame
+    citations: pl.DataFrame
+    answer_rejects: pl.DataFrame
+    rejects: list[dict] = field(default_factory=list)  # record-level rejects found while decoding
+
+
+PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
+
+
+def build_frames(items: list[tuple[int, Record]], config: Config, source_file: str, now: datetime) -> Frames:
+    """items: (line_no, record) for every valid record of the batch, in file order."""
+    prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
+    for line_no, rec in items:
+        template = rec.template or config.surface(rec.surface).template
+        profile = config.profile(template)
+        try:
+            messages = decode_prompt(rec.prompt, rec.prompt_encoding)
+        except PromptDecodeError as exc:
+            rejects.append(_reject_row(source_file, line_no, rec, "prompt_undecodable", str(exc)))
+            continue
+        if profile is None:
+            status, unescape = PROFILE_UNKNOWN, "none"
+            pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
+        else:
+            split, found = split_prompt(messages, profile)
+            status, unescape = (PROFILE_OK if found else PROFILE_NO_CONTEXT), profile.unescape
+            pieces = [(p.message_no, messages[p.message_no][0], p.kind, p.section_no, p.ref, p.text) for p in split]
+        rid = rec.request_id
+        for piece_no, (message_no, role, kind, section_no, ref, text) in enumerate(pieces):
+            piece_rows.append((rid, piece_no, message_no, role, kind, section_no, ref, text, unescape))
+        prompt_rows.append(
+            {
+                "request_id": rid,
+                "day": rec.day,
+                "logged_at": rec.logged_at,
+                "surface": rec.surface,
+                "answer_model": rec.answer_model,
+                "template": template,
+                "prompt_encoding": rec.prompt_encoding,
+                "prompt_raw": rec.prompt,
+                "prompt_sha256": rec.prompt_sha256,
+                "profile_status": status,
+                "chunk_ref": profile.chunk_ref if profile else None,
+                "answer": rec.answer,
+                "source_file": source_file,
+                "source_line": line_no,
+                "unescape": unescape,
+            }
+        )
+        for position, r in enumerate(rec.retrieved):
+            retrieval_rows.append((rid, rec.day, r["chunk_id"], r["rank"], position, r["doc_id"], r["chunking"], r["text"], unescape))
+        if status == PROFILE_UNKNOWN:
+            answer_reject_rows.append(
+                _answer_reject(rec, "unknown_template", f"template {template!r} is neither built in nor in [templates]", source_file, line_no, now)
+            )
+        elif rec.answer_reject is not None:
+            answer_reject_rows.append(
+                _answer_reject(rec, rec.answer_reject.reason, rec.answer_reject.detail, source_file, line_no, now)
+            )
+        else:
+            for position, c in enumerate(rec.citations or []):
+                citation_rows.append(
+                    (f"{rid}#{position}", rid, rec.day, position, rec.surface, rec.answer_model, c["chunk_id"], c["span"], c["claim"], unescape)
+                )
+
+    prompts = pl.DataFrame(prompt_rows, schema=PROMPT_SCHEMA, orient="row") if prompt_rows else pl.DataFrame(schema=PROMPT_SCHEMA)
+    pieces = _normalized_pieces(piece_rows)
+    retrievals = _retrievals(retrieval_rows)
+    sections = _sections(pieces, retrievals, prompts)
+    prompts = _assemble_prompts(prompts, pieces, sections, now)
+    retrievals = retrievals.join(
+        sections.filter(pl.col("chunk_id").is_not_null()).select("request_id", "chunk_id").unique().with_columns(in_prompt=pl.lit(True)),
+        on=["request_id", "chunk_id"],
+        how="left",
+    ).with_columns(pl.col("in_prompt").fill_null(False)).drop("unescape")
+    citations, emptied = _citations(citation_rows)
+    if emptied.height:
+        # a span or claim that normalizes to nothing would match everywhere: reject the whole answer
+        bad = set(emptied["request_id"].to_list())
+        citations = citations.filter(~pl.col("request_id").is_in(list(bad)))
+        for line_no, rec in items:
+            if rec.request_id in bad:
+                answer_reject_rows.append(
+                    _answer_reject(rec, "citation_empty_field", "a span or claim is empty after normalization", source_file, line_no, now)
+                )
+    answer_rejects = pl.DataFrame(answer_reject_rows, schema=ANSWER_REJECT_SCHEMA, orient="row") if answer_reject_rows else pl.DataFrame(schema=ANSWER_REJECT_SCHEMA)
+    return Frames(prompts, sections, retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects, rejects)
+
+
+PROMPT_SCHEMA = {
+    "request_id": pl.String,
+    "day": pl.Date,
+    "logged_at": pl.Datetime("us", "UTC"),
+    "surface": pl.String,
+    "answer_model": pl.String,
+    "template": pl.String,
+    "prompt_encoding": pl.String,
+    "prompt_raw": pl.String,
+    "prompt_sha256": pl.String,
+    "profile_status": pl.String,
+    "chunk_ref": pl.String,
+    "answer": pl.String,
+    "source_file": pl.String,
+    "source_line": pl.Int64,
+    "unescape": pl.String,
+}
+ANSWER_REJECT_SCHEMA = {
+    "request_id": pl.String,
+    "day": pl.Date,
+    "reason": pl.String,
+    "detail": pl.String,
+    "raw_field": pl.String,
+    "source_file": pl.String,
+    "source_line": pl.Int64,
+    "rejected_at": pl.Datetime("us", "UTC"),
+}
+RETRIEVAL_COLUMNS = ["request_id", "day", "chunk_id", "rank", "position", "doc_id", "chunking", "text", "text_normalized", "in_prompt"]
+
+
+def _reject_row(source_file: str, line_no: int, rec: Record, reason: str, detail: str) -> dict:
+    return {"line_no": line_no, "day": rec.day, "request_id": rec.request_id, "reason": reason, "detail": detail}
+
+
+def _answer_reject(rec: Record, reason: str, detail: str, source_file: str, line_no: int, now: datetime) -> tuple:
+    return (rec.request_id, rec.day, reason, detail, rec.citations_raw, source_file, line_no, now)
+
+
+def _normalized_pieces(rows: list[tuple]) -> pl.DataFrame:
+    schema = {
+        "request_id": pl.String,
+        "piece_no": pl.Int32,
+        "message_no": pl.Int32,
+        "role": pl.String,
+        "kind": pl.String,
+        "section_no": pl.Int32,
+        "ref": pl.String,
+        "text": pl.String,
+        "unescape": pl.String,
+    }
+    df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    length = pl.col("text").str.len_chars().cast(pl.Int64)
+    # each non-empty piece is followed by one joining space (the last one's is never written)
+    step = length + (length > 0).cast(pl.Int64)
+    return (
+        df.with_columns(text=normalize(pl.col("text"), pl.col("unescape")), ref=normalize(pl.col("ref"), pl.col("unescape")))
+        .with_columns(length=length)
+        .with_columns(end_cum=step.cum_sum().over("request_id"))
+        .with_columns(start=pl.col("end_cum") - step)
+        .with_columns(end=pl.col("start") + pl.col("length"))
+        .drop("end_cum")
+    )
+
+
+def _retrievals(rows: list[tuple]) -> pl.DataFrame:
+    schema = {
+        "request_id": pl.String,
+        "day": pl.Date,
+        "chunk_id": pl.String,
+        "rank": pl.Int32,
+        "position": pl.Int32,
+        "doc_id": pl.String,
+        "chunking": pl.String,
+        "text": pl.String,
+        "unescape": pl.String,
+    }
+    df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    return df.with_columns(text_normalized=normalize(pl.col("text"), pl.col("unescape")))
+
+
+def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
+    """One row per chunk section in a context block, resolved to the retrieved chunk it carries."""
+    bodies = pieces.filter(pl.col("kind") == BODY).select(
+        "request_id", "section_no", "ref", body=pl.col("text"), body_start=pl.col("start"), body_end=pl.col("end")
+    )
+    modes = prompts.select("request_id", "chunk_ref", "day")
+    bodies = bodies.join(modes, on="request_id", how="left")
+    ret = retrievals.select("request_id", "chunk_id", "position", "text_normalized")
+
+    by_id = bodies.filter(pl.col("chunk_ref") == "chunk_id").with_columns(chunk_id=pl.col("ref"), resolved_by=pl.lit("chunk_id"))
+    by_position = (
+        bodies.filter(pl.col("chunk_ref") == "position")
+        .with_columns(position=pl.col("ref").cast(pl.Int32, strict=False) - 1)
+        .join(ret.select("request_id", "position", "chunk_id"), on=["request_id", "position"], how="left")
+        .with_columns(resolved_by=pl.when(pl.col("chunk_id").is_not_null()).then(pl.lit("position")))
+        .drop("position")
+    )
+    by_content = _resolve_by_content(bodies.filter(pl.col("chunk_ref") == "content"), ret)
+    sections = pl.concat(
+        [f.select("request_id", "day", "section_no", "ref", "chunk_id", "resolved_by", "body", "body_start", "body_end") for f in (by_id, by_position, by_content)]
+    )
+    full = ret.select("request_id", "chunk_id", chunk_text=pl.col("text_normalized"))
+    body_len = pl.col("body").str.len_chars()
+    return (
+        sections.join(full, on=["request_id", "chunk_id"], how="left")
+        .with_columns(
+            chunk_chars=pl.col("chunk_text").str.len_chars().cast(pl.Int32),
+            # a body that is a strict prefix of its chunk's text was cut by a token budget
+            truncated=pl.col("chunk_text").is_not_null()
+            & (body_len < pl.col("chunk_text").str.len_chars())
+            & pl.col("chunk_text").str.starts_with(pl.col("body")),
+        )
+        .select(
+            "request_id",
+            "day",
+            pl.col("section_no").cast(pl.Int32),
+            header_ref=pl.col("ref"),
+            chunk_id="chunk_id",
+            resolved_by="resolved_by",
+            body_start=pl.col("body_start").cast(pl.Int32),
+            body_end=pl.col("body_end").cast(pl.Int32),
+            chunk_chars="chunk_chars",
+            truncated="truncated",
+        )
+        .sort("request_id", "section_no")
+    )
+
+
+def _resolve_by_content(bodies: pl.DataFrame, ret: pl.DataFrame) -> pl.DataFrame:
+    """Positional headers (LlamaIndex 'Source N:'): find the retrieved chunk whose text the body carries.
+
+    Preference: the same text, then a prefix of the text (truncated), then a piece of it (re-split);
+    ties go to the chunk at the header's position.
+    """
+    cand = bodies.join(ret, on="request_id", how="inner").with_columns(
+        match=pl.when(pl.col("text_normalized") == pl.col("body"))
+        .then(0)
+        .when((pl.col("body").str.len_chars() > 0) & pl.col("text_normalized").str.starts_with(pl.col("body")))
+        .then(1)
+        .when((pl.col("body").str.len_chars() > 0) & pl.col("text_normalized").str.contains(pl.col("body"), literal=True))
+        .then(2),
+        off_position=(pl.col("position") + 1 != pl.col("ref").cast(pl.Int32, strict=False)).fill_null(True),
+    )
+    best = (
+        cand.filter(pl.col("match").is_not_null())
+        .sort("request_id", "section_no", "match", "off_position", "position")
+        .unique(["request_id", "section_no"], keep="first")
+        .select("request_id", "section_no", "chunk_id", resolved_by=pl.col("match").replace_strict({0: "content", 1: "content_prefix", 2: "content_part"}, return_dtype=pl.String))
+    )
+    return bodies.join(best, on=["request_id", "section_no"], how="left")
+
+
+def _assemble_prompts(prompts: pl.DataFrame, pieces: pl.DataFrame, sections: pl.DataFrame, now: datetime) -> pl.DataFrame:
+    non_empty = pieces.filter(pl.col("length") > 0)
+    joined = non_empty.group_by("request_id", maintain_order=True).agg(prompt_normalized=pl.col("text").str.join(" "))
+    in_block = pieces.filter(pl.col("kind").is_in([CONTEXT, HEADER, BODY]) & (pl.col("length") > 0))
+    context = in_block.group_by("request_id").agg(
+        context_start=pl.col("start").min().cast(pl.Int32), context_end=pl.col("end").max().cast(pl.Int32)
+    )
+    bounds = (
+        pieces.group_by("request_id", "message_no", maintain_order=True)
+        .agg(role=pl.col("role").first(), start=pl.col("start").min(), end=pl.col("end").max())
+        .group_by("request_id", maintain_order=True)
+        .agg(message_bounds=pl.struct("role", "start", "end"))
+    )
+    counts = sections.group_by("request_id").agg(n_sections=pl.len().cast(pl.Int32))
+    return (
+        prompts.join(joined, on="request_id", how="left")
+        .join(context, on="request_id", how="left")
+        .join(bounds, on="request_id", how="left")
+        .join(counts, on="request_id", how="left")
+        .with_columns(
+            prompt_normalized=pl.col("prompt_normalized").fill_null(""),
+            n_sections=pl.col("n_sections").fill_null(0),
+            normalization_version=pl.lit(NORMALIZATION_VERSION),
+            ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
+        )
+        .drop("unescape", "chunk_ref")
+    )
+
+
+def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    schema = {
+        "citation_id": pl.String,
+        "request_id": pl.String,
+        "day": pl.Date,
+        "position": pl.Int32,
+        "surface": pl.String,
+        "answer_model": pl.String,
+        "chunk_id": pl.String,
+        "span": pl.String,
+        "claim": pl.String,
+        "unescape": pl.String,
+    }
+    df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    df = df.with_columns(
+        span_normalized=normalize(pl.col("span"), pl.col("unescape")),
+        claim_normalized=normalize(pl.col("claim"), pl.col("unescape")),
+        normalization_version=pl.lit(NORMALIZATION_VERSION),
+    ).drop("unescape")
+    emptied = df.filter((pl.col("span_normalized") == "") | (pl.col("claim_normalized") == ""))
+    return df, emptied

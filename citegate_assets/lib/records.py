@@ -1,0 +1,170 @@
+"""Validation of one citegate-log/1 line (SPEC section 2). Pure: a line in, a record or a reject out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+from .containers import ENCODINGS
+
+LOG_FORMAT = "citegate-log/1"
+# Daily partitions start here; an earlier logged_at has no partition and is rejected, not lost.
+EARLIEST_DAY = date(2020, 1, 1)
+FUTURE_SLACK = timedelta(days=1)
+
+REQUIRED = {"request_id": str, "logged_at": str, "surface": str, "answer_model": str, "prompt": str}
+
+
+@dataclass(frozen=True)
+class Reject:
+    reason: str
+    detail: str
+
+
+@dataclass
+class Record:
+    request_id: str
+    logged_at: datetime
+    surface: str
+    answer_model: str
+    prompt: str
+    prompt_encoding: str
+    template: str | None
+    retrieved: list[dict]
+    answer: str | None
+    citations: list[dict] | None  # None when the answer is rejected
+    answer_reject: Reject | None
+    citations_raw: str
+    prompt_sha256: str
+
+    @property
+    def day(self) -> date:
+        return self.logged_at.date()
+
+
+def parse_line(line: str, now: datetime) -> Record | Reject:
+    if not line.strip():
+        return Reject("empty_line", "blank line")
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return Reject("invalid_json", str(exc)[:200])
+    if not isinstance(obj, dict):
+        return Reject("not_an_object", f"line holds a JSON {type(obj).__name__}, not an object")
+    return parse_record(obj, now)
+
+
+def parse_record(obj: dict, now: datetime) -> Record | Reject:
+    for key, typ in REQUIRED.items():
+        if key not in obj or obj[key] is None:
+            return Reject("missing_field", f"required field '{key}' is missing or null")
+        if not isinstance(obj[key], typ):
+            return Reject("wrong_type", f"field '{key}' is {type(obj[key]).__name__}, expected string")
+    for key in ("retrieved", "citations"):
+        if key not in obj or obj[key] is None:
+            return Reject("missing_field", f"required field '{key}' is missing or null")
+    if not obj["request_id"].strip():
+        return Reject("empty_request_id", "field 'request_id' is empty")
+    logged_at = _parse_timestamp(obj["logged_at"])
+    if isinstance(logged_at, Reject):
+        return logged_at
+    if logged_at.date() < EARLIEST_DAY or logged_at > now + FUTURE_SLACK:
+        return Reject("timestamp_out_of_range", f"logged_at {obj['logged_at']!r} is before {EARLIEST_DAY} or in the future")
+    encoding = obj.get("prompt_encoding") or "text"
+    if not isinstance(encoding, str):
+        return Reject("wrong_type", "field 'prompt_encoding' is not a string")
+    if encoding not in ENCODINGS:
+        return Reject("unknown_prompt_encoding", f"prompt_encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+    template = obj.get("template")
+    if template is not None and not isinstance(template, str):
+        return Reject("wrong_type", "field 'template' is not a string")
+    answer = obj.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        return Reject("wrong_type", "field 'answer' is not a string")
+    retrieved = _parse_retrieved(obj["retrieved"])
+    if isinstance(retrieved, Reject):
+        return retrieved
+    raw_citations = obj["citations"]
+    citations = parse_citations(raw_citations)
+    citations_raw = raw_citations if isinstance(raw_citations, str) else json.dumps(raw_citations, ensure_ascii=False)
+    return Record(
+        request_id=obj["request_id"],
+        logged_at=logged_at,
+        surface=obj["surface"],
+        answer_model=obj["answer_model"],
+        prompt=obj["prompt"],
+        prompt_encoding=encoding,
+        template=template or None,
+        retrieved=retrieved,
+        answer=answer,
+        citations=None if isinstance(citations, Reject) else citations,
+        answer_reject=citations if isinstance(citations, Reject) else None,
+        citations_raw=citations_raw,
+        prompt_sha256=hashlib.sha256(obj["prompt"].encode("utf-8", "surrogatepass")).hexdigest(),
+    )
+
+
+def _parse_timestamp(value: str) -> datetime | Reject:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return Reject("invalid_timestamp", f"logged_at {value!r} is not an RFC 3339 timestamp")
+    if "T" not in value.upper() and " " not in value:
+        return Reject("invalid_timestamp", f"logged_at {value!r} has no time of day")
+    if parsed.tzinfo is None:
+        return Reject("timestamp_without_timezone", f"logged_at {value!r} has no UTC offset; its day is ambiguous")
+    return parsed.astimezone(timezone.utc)
+
+
+def _parse_retrieved(value: object) -> list[dict] | Reject:
+    if not isinstance(value, list):
+        return Reject("wrong_type", f"field 'retrieved' is {type(value).__name__}, expected array")
+    seen: set[str] = set()
+    out = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            return Reject("invalid_retrieved", f"retrieved[{i}] is not an object")
+        chunk_id, text = entry.get("chunk_id"), entry.get("text")
+        if not isinstance(chunk_id, str) or not chunk_id.strip():
+            return Reject("invalid_retrieved", f"retrieved[{i}].chunk_id is missing, empty or not a string")
+        if not isinstance(text, str):
+            return Reject("invalid_retrieved", f"retrieved[{i}].text is missing or not a string")
+        rank = entry.get("rank", i + 1)
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            return Reject("invalid_retrieved", f"retrieved[{i}].rank is not an integer")
+        for opt in ("doc_id", "chunking"):
+            if entry.get(opt) is not None and not isinstance(entry[opt], str):
+                return Reject("invalid_retrieved", f"retrieved[{i}].{opt} is not a string")
+        if chunk_id.strip() in seen:
+            return Reject("duplicate_chunk_id", f"retrieved[{i}].chunk_id {chunk_id!r} appears twice in this call")
+        seen.add(chunk_id.strip())
+        out.append(
+            {"chunk_id": chunk_id.strip(), "rank": rank, "text": text, "doc_id": entry.get("doc_id"), "chunking": entry.get("chunking")}
+        )
+    return out
+
+
+def parse_citations(value: object) -> list[dict] | Reject:
+    """Structured citations, or the answer-level reject reason (the prompt is still stored)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError) as exc:
+            return Reject("citations_not_json", f"citations string is not JSON: {str(exc)[:200]}")
+    if not isinstance(value, list):
+        return Reject("citations_not_list", f"citations is a {type(value).__name__}, not a list")
+    out = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            return Reject("citation_not_object", f"citations[{i}] is not an object")
+        for key in ("chunk_id", "span", "claim"):
+            if key not in entry or entry[key] is None:
+                return Reject("citation_missing_key", f"citations[{i}] has no '{key}'")
+            if not isinstance(entry[key], str):
+                return Reject("citation_wrong_type", f"citations[{i}].{key} is not a string")
+            if not entry[key].strip():
+                return Reject("citation_empty_field", f"citations[{i}].{key} is empty")
+        out.append({"chunk_id": entry["chunk_id"].strip(), "span": entry["span"], "claim": entry["claim"]})
+    return out

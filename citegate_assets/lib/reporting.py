@@ -1,0 +1,35 @@
+"""Small renderers for summaries: markdown tables for Dagster metadata and plain tables for the CLI."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def markdown_table(df: pl.DataFrame, max_rows: int = 20) -> str:
+    if df.is_empty():
+        return "_no rows_"
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_rows=max_rows,
+        tbl_cols=-1,
+        fmt_str_lengths=80,
+        tbl_width_chars=400,
+    ):
+        return str(df.head(max_rows))
+
+
+def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
+    if df.is_empty():
+        return "(no rows)"
+    with pl.Config(
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_rows=max_rows,
+        tbl_cols=-1,
+        fmt_str_lengths=60,
+        tbl_width_chars=200,
+        tbl_formatting="ASCII_MARKDOWN",
+    ):
+        return str(df.head(max_rows))

@@ -1,0 +1,75 @@
+"""The DuckDB warehouse: short-lived connections, SQL loaded from sql/, schema creation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+
+import duckdb
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+# Bounded memory for a nightly run on a laptop; DuckDB spills beyond it.
+DEFAULT_SETTINGS = {"memory_limit": "4GB", "preserve_insertion_order": False}
+
+
+class WarehouseLockedError(RuntimeError):
+    pass
+
+
+@cache
+def load_sql(name: str) -> str:
+    """Text of sql/<name>.sql; table names come from these files, values are always bound."""
+    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+@contextmanager
+def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection that is closed even when the body raises (the file lock goes with it)."""
+    path = str(path)
+    if not read_only and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(path, read_only=read_only, config=dict(DEFAULT_SETTINGS))
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise WarehouseLockedError(
+                f"{path}: the warehouse is open in another process (another `citegate run`, or an analyst "
+                f"session on the working file; analysts should open the published copy). Detail: {exc}"
+            ) from None
+        raise
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(load_sql("schema"))
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    con.execute("begin transaction")
+    try:
+        yield con
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
+def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> None:
+    """Run each statement of sql/<name>.sql, binding the named parameters it uses."""
+    params = params or {}
+    for statement in _statements(name):
+        used = {k: v for k, v in params.items() if f"${k}" in statement}
+        con.execute(statement, used) if used else con.execute(statement)
+
+
+@cache
+def _statements(name: str) -> tuple[str, ...]:
+    lines = [line for line in load_sql(name).splitlines() if not line.lstrip().startswith("--")]
+    return tuple(s.strip() for s in "\n".join(lines).split(";") if s.strip())

@@ -1,0 +1,8 @@
+-- One ingest batch, registered as batch_* relations, appended in the caller's transaction.
+insert into prompts by name select * from batch_prompts;
+insert into prompt_sections by name select * from batch_sections;
+insert into retrievals by name select * from batch_retrievals;
+insert into citations by name select * from batch_citations;
+insert into answer_rejects by name select * from batch_answer_rejects;
+insert into ingest_rejects by name select * from batch_rejects;
+insert into prompt_conflicts by name select * from batch_conflicts;

@@ -1,0 +1,7 @@
+-- Provenance reasons per surface, pivoted: one row per surface, a column per reason.
+pivot (select surface, reason from provenance_results)
+on reason in ('ok', 'fabricated_id', 'dropped_before_prompt', 'span_truncated', 'span_missing',
+              'span_outside_context', 'span_in_other_chunk', 'context_not_found')
+using count(*)
+group by surface
+order by surface

@@ -1,0 +1,128 @@
+-- Warehouse tables. Created if missing; the ingest tables are append-only (the prompt log is immutable).
+
+create table if not exists ingested_files (
+    file_name varchar not null,          -- path relative to the landing folder
+    file_sha256 varchar,                 -- sha256 of the file's bytes as last read
+    size_bytes bigint,
+    status varchar not null,             -- complete | partial | skipped | failed
+    lines_read bigint not null default 0,
+    records_ingested bigint not null default 0,
+    records_rejected bigint not null default 0,
+    answers_rejected bigint not null default 0,
+    detail varchar,
+    first_seen_at timestamptz,
+    finished_at timestamptz
+);
+
+create table if not exists prompts (
+    request_id varchar not null,
+    day date not null,                   -- UTC date of logged_at: the daily partition
+    logged_at timestamptz not null,
+    surface varchar not null,
+    answer_model varchar not null,
+    template varchar not null,           -- the profile that rendered the chunks
+    prompt_encoding varchar not null,    -- text | json | python_repr
+    prompt_raw varchar not null,         -- the prompt field exactly as logged
+    prompt_sha256 varchar not null,      -- sha256 of prompt_raw (UTF-8)
+    profile_status varchar not null,     -- ok | no_context_block | unknown_template
+    answer varchar,
+    source_file varchar not null,
+    source_line bigint not null,
+    prompt_normalized varchar not null,  -- N(decoded prompt), pieces joined by one space
+    context_start integer,               -- [context_start, context_end): the context block in prompt_normalized
+    context_end integer,
+    message_bounds struct(role varchar, "start" bigint, "end" bigint)[],
+    n_sections integer not null,
+    normalization_version varchar not null,
+    ingested_at timestamptz not null
+);
+
+create table if not exists prompt_sections (
+    request_id varchar not null,
+    day date not null,
+    section_no integer not null,         -- 0-based order in the context block
+    header_ref varchar,                  -- what the section header carries (chunk id or position), normalized
+    chunk_id varchar,                    -- the retrieved chunk it resolves to (null: unresolved)
+    resolved_by varchar,                 -- chunk_id | position | content | content_prefix | content_part
+    body_start integer not null,         -- [body_start, body_end) in prompts.prompt_normalized
+    body_end integer not null,
+    chunk_chars integer,                 -- length of the retrieved chunk's normalized text
+    truncated boolean                    -- the body is a strict prefix of the retrieved text
+);
+
+create table if not exists retrievals (
+    request_id varchar not null,
+    day date not null,
+    chunk_id varchar not null,
+    rank integer not null,
+    position integer not null,           -- 0-based index in the logged `retrieved` array
+    doc_id varchar,
+    chunking varchar,
+    text varchar not null,
+    text_normalized varchar not null,
+    in_prompt boolean not null           -- a context section resolves to this chunk
+);
+
+create table if not exists citations (
+    citation_id varchar not null,        -- request_id || '#' || position
+    request_id varchar not null,
+    day date not null,
+    position integer not null,           -- 0-based position in the citations array
+    surface varchar not null,
+    answer_model varchar not null,
+    chunk_id varchar not null,
+    span varchar not null,
+    claim varchar not null,
+    span_normalized varchar not null,
+    claim_normalized varchar not null,
+    normalization_version varchar not null
+);
+
+create table if not exists ingest_rejects (
+    source_file varchar not null,
+    line_no bigint not null,             -- 1-based; 0 for a whole-file reject
+    day date,                            -- when logged_at could be read
+    request_id varchar,                  -- when it could be read
+    reason varchar not null,
+    detail varchar,
+    raw_line varchar,
+    rejected_at timestamptz not null
+);
+
+create table if not exists answer_rejects (
+    request_id varchar not null,
+    day date not null,
+    reason varchar not null,
+    detail varchar,
+    raw_field varchar,                   -- the citations field as logged
+    source_file varchar not null,
+    source_line bigint not null,
+    rejected_at timestamptz not null
+);
+
+create table if not exists prompt_conflicts (
+    request_id varchar not null,
+    day date,
+    existing_sha256 varchar not null,    -- the prompt kept (first ingested)
+    conflicting_sha256 varchar not null, -- the prompt refused
+    existing_source varchar,
+    source_file varchar not null,
+    source_line bigint not null,
+    recorded_at timestamptz not null
+);
+
+create table if not exists provenance_results (
+    citation_id varchar not null,
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    chunk_id varchar not null,
+    verdict varchar not null,            -- present | absent | unverifiable
+    reason varchar not null,             -- ok | fabricated_id | dropped_before_prompt | span_truncated | span_missing
+                                         -- | span_outside_context | span_in_other_chunk | context_not_found
+    found_start integer,                 -- where the span was found in prompt_normalized, if anywhere
+    found_end integer,
+    chunk_share_in_prompt double,        -- span_truncated: share of the chunk's text that reached the prompt
+    normalization_version varchar not null,
+    checked_at timestamptz not null
+);

@@ -1,0 +1,116 @@
+"""Hand-written renderers of each built-in template (independent of the sample-log generator) and a
+scenario that exercises every provenance reason on any profile and encoding."""
+
+from __future__ import annotations
+
+import html
+import json
+
+CHUNKS = {
+    "kb-1#c1": "The Pro plan costs $49 per month.\nRefunds take 3\u20135 business days.",
+    "kb-2#c1": "Support is available 24/7 for \u201cEnterprise\u201d customers & partners.",
+    "kb-3#c2": "Data is retained for 90 days. After that it is deleted permanently from all regions.",
+    "kb-4#c1": "Hardware appliances ship within 10 business days of the order.",
+}
+TRUNCATED_TO = "Data is retained for 90 days. After that"  # what of kb-3#c2 reached the prompt
+QUESTION = 'My contract says "the SLA is 99.9% uptime" - is that right?'
+
+# (chunk_id cited, span, expected reason)
+CITATIONS = [
+    ("kb-1#c1", "Refunds take 3-5  business days.", "ok"),
+    ("kb-9#c9", "The Pro plan costs $49 per month.", "fabricated_id"),
+    ("kb-4#c1", "ship within 10 business days", "dropped_before_prompt"),
+    ("kb-3#c2", "deleted permanently from all regions", "span_truncated"),
+    ("kb-1#c1", "costs fifty dollars a month", "span_missing"),
+    ("kb-1#c1", "the SLA is 99.9% uptime", "span_outside_context"),
+    ("kb-1#c1", "available 24/7 for \"Enterprise\" customers", "span_in_other_chunk"),
+    ("kb-2#c1", "for \u201cEnterprise\u201d customers & partners", "ok"),
+]
+RENDERED = [("kb-1#c1", CHUNKS["kb-1#c1"]), ("kb-2#c1", CHUNKS["kb-2#c1"]), ("kb-3#c2", TRUNCATED_TO)]
+
+PROFILE_ENCODINGS = [
+    ("anthropic-xml", "text"),
+    ("anthropic-xml", "json"),
+    ("anthropic-xml", "python_repr"),
+    ("llamaindex-citation", "text"),
+    ("llamaindex-citation", "python_repr"),
+    ("llamaindex-citation", "json"),
+    ("langchain-stuff", "json"),
+    ("langchain-stuff-mustache", "json"),
+    ("plain-list", "text"),
+    ("plain-list", "python_repr"),
+    ("plain-list", "json"),
+]
+
+
+def render_text(template: str) -> tuple[str, str]:
+    """(system-or-whole prompt, user message) as the serving layer rendered them."""
+    if template == "anthropic-xml":
+        docs = "".join(
+            f'  <document index="{i}">\n    <source>{cid}</source>\n    <document_content>\n{text}\n    </document_content>\n  </document>\n'
+            for i, (cid, text) in enumerate(RENDERED, 1)
+        )
+        return f"You are a billing assistant. Cite chunk ids.\n\n<documents>\n{docs}</documents>\n\nQuestion: {QUESTION}", ""
+    if template == "llamaindex-citation":
+        sources = "\n\n".join(f"Source {i}:\n{text}" for i, (_, text) in enumerate(RENDERED, 1))
+        return (
+            "Please provide an answer based solely on the provided sources. For example:\n"
+            "Source 1:\nThe sky is red in the evening and blue in the morning.\n"
+            "Source 2:\nWater is wet when the sky is red.\n"
+            "Query: When is water wet?\nAnswer: Water will be wet when the sky is red [2].\n"
+            "Now it's your turn. Below are several numbered sources of information:\n"
+            f"------\n{sources}\n------\nQuery: {QUESTION}\nAnswer: "
+        ), ""
+    if template in ("langchain-stuff", "langchain-stuff-mustache"):
+        esc = (lambda s: html.escape(s, quote=True).replace("&#x27;", "'")) if template.endswith("mustache") else (lambda s: s)
+        ctx = "\n\n".join(f"[{cid}] {esc(text)}" for cid, text in RENDERED)
+        system = (
+            "Use the following pieces of context to answer the user's question. \n"
+            "If you don't know the answer, just say that you don't know, don't try to make up an answer.\n"
+            f"----------------\n{ctx}"
+        )
+        return system, esc(QUESTION)
+    if template == "plain-list":
+        ctx = "\n".join(f"[{cid}] {text.replace(chr(10), ' ')}" for cid, text in RENDERED)
+        return f"Answer using only the context.\n\nContext:\n{ctx}\n\nQuestion: {QUESTION}\nAnswer:", ""
+    raise ValueError(template)
+
+
+def render_prompt(template: str, encoding: str) -> str:
+    system, user = render_text(template)
+    if encoding == "text":
+        assert not user
+        return system
+    if encoding == "python_repr":
+        assert not user
+        return repr(system)
+    if template == "anthropic-xml":
+        head, _, rest = system.partition("\n\n")
+        return json.dumps({"model": "claude", "max_tokens": 512, "system": head, "messages": [{"role": "user", "content": [{"type": "text", "text": rest}]}]})
+    if user:
+        return json.dumps({"model": "gpt", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}, ensure_ascii=False)
+    return json.dumps({"model": "gpt", "messages": [{"role": "user", "content": system}]})
+
+
+def scenario_record(template: str, encoding: str, request_id: str = "req-1", logged_at: str = "2026-11-02T10:00:00Z") -> dict:
+    return {
+        "request_id": request_id,
+        "logged_at": logged_at,
+        "surface": "test-surface",
+        "answer_model": "gpt-test",
+        "prompt": render_prompt(template, encoding),
+        "prompt_encoding": encoding,
+        "template": template,
+        "retrieved": [
+            {"chunk_id": cid, "rank": i, "text": text, "doc_id": cid.split("#")[0], "chunking": "sentence"}
+            for i, (cid, text) in enumerate(CHUNKS.items(), 1)
+        ],
+        "answer": "An answer.",
+        "citations": [{"chunk_id": cid, "span": span, "claim": f"Claim {i}."} for i, (cid, span, _) in enumerate(CITATIONS)],
+    }
+
+
+def write_jsonl(path, records: list, *, raw_lines: list[str] | None = None) -> None:
+    lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in records]
+    lines += raw_lines or []
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")

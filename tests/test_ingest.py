@@ -1,0 +1,218 @@
+"""Ingest: bad input becomes a reject row with a reason, every good record beside it lands, nothing twice."""
+
+import copy
+import gzip
+import json
+
+import pytest
+
+from citegate_assets.lib.ingest import ingest_landing
+
+from .helpers import scenario_record, write_jsonl
+
+
+def good(i: int, **changes) -> dict:
+    record = scenario_record("plain-list", "text", request_id=f"req-{i}")
+    record.update(changes)
+    return record
+
+
+def table_counts(con) -> dict:
+    tables = ["prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"]
+    return {t: con.sql(f"select count(*) from {t}").fetchall()[0][0] for t in tables}
+
+
+def rejects(con) -> list[tuple]:
+    return con.sql("select source_file, line_no, reason from ingest_rejects order by source_file, line_no").fetchall()
+
+
+BAD_LINES = [
+    ('{"request_id": "x", "logged_at": ', "invalid_json"),
+    ("[1, 2, 3]", "not_an_object"),
+    ("", "empty_line"),
+]
+
+
+@pytest.mark.parametrize("raw,reason", BAD_LINES)
+def test_bad_line_is_rejected_and_neighbours_land(raw, reason, con, landing, config):
+    (landing / "a.jsonl").write_text(json.dumps(good(1)) + "\n" + raw + "\n" + json.dumps(good(2)) + "\n")
+    summary = ingest_landing(con, landing, config)
+    assert rejects(con) == [("a.jsonl", 2, reason)]
+    assert (summary.lines_read, summary.records_ingested, summary.records_rejected) == (3, 2, 1)
+    [(raw_kept,)] = con.sql("select raw_line from ingest_rejects").fetchall()
+    assert raw_kept == raw
+
+
+def _without(field):
+    record = good(9)
+    del record[field]
+    return record
+
+
+@pytest.mark.parametrize(
+    "record,reason,detail",
+    [
+        (_without("request_id"), "missing_field", "request_id"),
+        (_without("prompt"), "missing_field", "prompt"),
+        (_without("retrieved"), "missing_field", "retrieved"),
+        (good(9, surface=None), "missing_field", "surface"),
+        (good(9, prompt=12), "wrong_type", "prompt"),
+        (good(9, retrieved="kb-1#c1"), "wrong_type", "retrieved"),
+        (good(9, request_id="  "), "empty_request_id", "request_id"),
+        (good(9, logged_at="yesterday"), "invalid_timestamp", "logged_at"),
+        (good(9, logged_at="2026-11-02T10:00:00"), "timestamp_without_timezone", "no UTC offset"),
+        (good(9, logged_at="2099-01-01T00:00:00Z"), "timestamp_out_of_range", "future"),
+        (good(9, prompt_encoding="yaml"), "unknown_prompt_encoding", "yaml"),
+        (good(9, prompt_encoding="json"), "prompt_undecodable", "not valid JSON"),
+        (good(9, retrieved=[{"rank": 1, "text": "t"}]), "invalid_retrieved", "chunk_id"),
+        (good(9, retrieved=[{"chunk_id": "a", "rank": 1, "text": "t"}, {"chunk_id": "a", "rank": 2, "text": "u"}]), "duplicate_chunk_id", "'a'"),
+    ],
+)
+def test_bad_record_is_rejected_with_reason(record, reason, detail, con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), record, good(2)])
+    ingest_landing(con, landing, config)
+    [(line_no, got, got_detail)] = con.sql("select line_no, reason, detail from ingest_rejects").fetchall()
+    assert (line_no, got) == (2, reason)
+    assert detail in got_detail
+    assert con.sql("select request_id from prompts order by 1").fetchall() == [("req-1",), ("req-2",)]
+
+
+@pytest.mark.parametrize(
+    "citations,reason",
+    [
+        ("not json at all", "citations_not_json"),
+        ('{"chunk_id": "kb-1#c1"}', "citations_not_list"),
+        ({"chunk_id": "kb-1#c1"}, "citations_not_list"),
+        (["kb-1#c1"], "citation_not_object"),
+        ([{"chunk_id": "kb-1#c1", "span": "x"}], "citation_missing_key"),
+        ([{"chunk_id": "kb-1#c1", "span": "", "claim": "c"}], "citation_empty_field"),
+        ([{"chunk_id": "kb-1#c1", "span": "\u200b \u00a0", "claim": "c"}], "citation_empty_field"),
+        ([{"chunk_id": " ", "span": "s", "claim": "c"}], "citation_empty_field"),
+    ],
+)
+def test_unparseable_citations_reject_the_answer_not_the_prompt(citations, reason, con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), good(2, citations=citations)])
+    ingest_landing(con, landing, config)
+    assert con.sql("select request_id, reason from answer_rejects").fetchall() == [("req-2", reason)]
+    assert con.sql("select count(*) from prompts").fetchall() == [(2,)]  # the prompt is still stored
+    assert con.sql("select distinct request_id from citations").fetchall() == [("req-1",)]
+    assert rejects(con) == []
+
+
+def test_citations_as_json_string_are_accepted(con, landing, config):
+    record = good(1)
+    record["citations"] = json.dumps(record["citations"])
+    write_jsonl(landing / "a.jsonl", [record])
+    ingest_landing(con, landing, config)
+    assert con.sql("select count(*) from citations").fetchall() == [(8,)]
+
+
+def test_duplicate_request_ids_same_and_different_prompt(con, landing, config):
+    first = good(1)
+    same = copy.deepcopy(first)
+    different = good(1, prompt=first["prompt"] + " (edited)")
+    write_jsonl(landing / "a.jsonl", [first, same])
+    write_jsonl(landing / "b.jsonl", [different])
+    summary = ingest_landing(con, landing, config)
+    assert rejects(con) == [("a.jsonl", 2, "duplicate_request_id"), ("b.jsonl", 1, "request_id_conflict")]
+    assert summary.records_ingested == 1
+    [(kept,)] = con.sql("select prompt_raw from prompts").fetchall()
+    assert kept == first["prompt"]  # the first one is never replaced
+    [(rid, source, line)] = con.sql("select request_id, source_file, source_line from prompt_conflicts").fetchall()
+    assert (rid, source, line) == ("req-1", "b.jsonl", 1)
+    assert con.sql("select existing_source from prompt_conflicts").fetchall() == [("a.jsonl:1",)]
+
+
+def test_gzip_file_and_empty_file(con, landing, config):
+    with gzip.open(landing / "a.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(good(1)) + "\n" + json.dumps(good(2)))  # no trailing newline
+    (landing / "b.jsonl").write_text("")
+    summary = ingest_landing(con, landing, config)
+    assert summary.records_ingested == 2
+    ledger = dict(con.sql("select file_name, status from ingested_files").fetchall())
+    assert ledger == {"a.jsonl.gz": "complete", "b.jsonl": "complete"}
+    assert rejects(con) == []
+
+
+def test_truncated_gzip_keeps_what_was_readable(con, landing, config):
+    payload = gzip.compress(("\n".join(json.dumps(good(i)) for i in range(200)) + "\n").encode())
+    (landing / "a.jsonl.gz").write_bytes(payload[: len(payload) // 2])
+    summary = ingest_landing(con, landing, config)
+    [(reason, detail)] = con.sql("select reason, detail from ingest_rejects").fetchall()
+    assert reason == "file_unreadable" and "a.jsonl.gz" in detail
+    assert 0 < summary.records_ingested < 200
+    assert con.sql("select status from ingested_files").fetchall() == [("failed",)]
+
+
+def test_rerun_changes_no_row_count(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), good(2)], raw_lines=["{broken"])
+    ingest_landing(con, landing, config)
+    before = table_counts(con)
+    again = ingest_landing(con, landing, config)
+    assert again.lines_read == 0
+    assert table_counts(con) == before
+
+
+def test_appended_file_resumes_after_the_lines_already_read(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1)])
+    ingest_landing(con, landing, config)
+    with open(landing / "a.jsonl", "a") as fh:
+        fh.write(json.dumps(good(2)) + "\n")
+    summary = ingest_landing(con, landing, config)
+    assert (summary.lines_read, summary.records_ingested, summary.records_rejected) == (1, 1, 0)
+    assert con.sql("select lines_read, records_ingested from ingested_files").fetchall() == [(2, 2)]
+
+
+def test_rewritten_file_is_reported_once_and_not_reread(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), good(2)])
+    ingest_landing(con, landing, config)
+    write_jsonl(landing / "a.jsonl", [good(3)])
+    ingest_landing(con, landing, config)
+    ingest_landing(con, landing, config)
+    assert rejects(con) == [("a.jsonl", 0, "file_changed_after_ingest")]
+    assert con.sql("select count(*) from prompts").fetchall() == [(2,)]
+
+
+def test_non_log_entries_are_reported_once(con, landing, config):
+    (landing / "notes.txt").write_text("hello")
+    (landing / "sub.jsonl").mkdir()
+    (landing / ".DS_Store").write_text("x")
+    ingest_landing(con, landing, config)
+    ingest_landing(con, landing, config)
+    assert rejects(con) == [("notes.txt", 0, "not_a_log_file"), ("sub.jsonl", 0, "not_a_file")]
+
+
+def test_lines_read_equal_ingested_plus_rejected(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), good(1), good(2, logged_at="bad")], raw_lines=["{", "", "[]"])
+    ingest_landing(con, landing, config)
+    [(read, ingested, rejected)] = con.sql("select lines_read, records_ingested, records_rejected from ingested_files").fetchall()
+    assert read == 6 and ingested + rejected == read
+    assert con.sql("select count(*) from prompts").fetchall()[0][0] == ingested
+    assert con.sql("select count(*) from ingest_rejects").fetchall()[0][0] == rejected
+
+
+def test_batches_of_one_line_give_the_same_tables(tmp_path, landing, config):
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+
+    write_jsonl(landing / "a.jsonl", [good(1), good(1), good(2), good(3, citations="x")], raw_lines=["{"])
+    results = []
+    for batch_lines, name in ((1, "one.duckdb"), (1000, "many.duckdb")):
+        with connect(tmp_path / name) as c:
+            ensure_schema(c)
+            ingest_landing(c, landing, config, batch_lines=batch_lines)
+            results.append((table_counts(c), c.sql("select citation_id, span_normalized from citations order by 1").fetchall()))
+    assert results[0] == results[1]
+
+
+def test_unknown_template_keeps_prompt_and_rejects_answer(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1, template="my-custom-template")])
+    ingest_landing(con, landing, config)
+    assert con.sql("select reason from answer_rejects").fetchall() == [("unknown_template",)]
+    assert con.sql("select profile_status from prompts").fetchall() == [("unknown_template",)]
+
+
+def test_bom_and_crlf_lines(con, landing, config):
+    body = "\r\n".join(json.dumps(good(i)) for i in (1, 2)) + "\r\n"
+    (landing / "a.jsonl").write_bytes(b"\xef\xbb\xbf" + body.encode())
+    summary = ingest_landing(con, landing, config)
+    assert (summary.records_ingested, summary.records_rejected) == (2, 0)
