@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .partitions import daily_partitions
-
 nightly_job = dg.define_asset_job(
     "nightly_job",
     selection=dg.AssetSelection.all().materializable(),
-    partitions_def=daily_partitions,
     description="Ingest the day's prompt log and run the gates on it.",
 )
 

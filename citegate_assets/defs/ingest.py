@@ -7,7 +7,7 @@ from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.warehouse import load_sql
 
-from .partitions import daily_partitions, partition_days
+from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, WarehouseResource
 
 prompt_log = dg.AssetSpec(
@@ -78,7 +78,7 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         "days_ingested_outside_this_partition": ", ".join(outside[:31]) + (" …" if len(outside) > 31 else ""),
     }
     for name in INGEST_TABLES:
-        metadata: dict = {"dagster/row_count": counts.get(name, 0)}
+        metadata = row_count_metadata(start, end, counts.get(name, 0))
         if name == "prompts":
             metadata |= run_facts | {"preview": dg.MetadataValue.md(markdown_table(preview))}
         if name in ("ingest_rejects", "answer_rejects"):

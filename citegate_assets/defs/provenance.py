@@ -6,7 +6,7 @@ from citegate_assets.lib.provenance import check_provenance
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.warehouse import load_sql
 
-from .partitions import daily_partitions, partition_days
+from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, WarehouseResource
 
 COVERAGE_CHECK = "one_row_per_citation"
@@ -37,10 +37,11 @@ def provenance_results(context: dg.AssetExecutionContext, warehouse: WarehouseRe
         by_reason = con.sql(load_sql("provenance/reasons_by_surface"), params=params).pl()
         [(missing, duplicated, orphaned)] = con.sql(load_sql("provenance/coverage"), params=params).fetchall()
         preview = con.sql(load_sql("provenance/preview"), params=params).pl()
+        by_day = dict(con.sql(load_sql("provenance/rows_by_day"), params=params).fetchall())
     context.log.info(f"provenance: {n:,} citations checked for {start} .. {end}")
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": n,
+            **row_count_metadata(start, end, n, by_day),
             "reasons_by_surface": dg.MetadataValue.md(markdown_table(by_reason, max_rows=60)),
             "failures_preview": dg.MetadataValue.md(markdown_table(preview)),
         },
