@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--end", type=date.fromisoformat, default=None, help="last day to run, inclusive (default: last complete day in the logs)")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.set_defaults(func=cmd_run)
+
+    cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels and print its false pass rate")
+    cal.add_argument("--labels", type=Path, default=None, help="labels file or folder (default: [calibration].labels)")
+    cal.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE, help="DuckDB file (default: data/warehouse.duckdb)")
+    cal.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
+    cal.set_defaults(func=cmd_calibrate)
     return p
 
 
@@ -116,16 +122,59 @@ def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet:
     result = run_range(plan, landing=logs, warehouse=warehouse, config_file=config, log_level="ERROR" if quiet else "INFO")
     elapsed = time.monotonic() - t0
     if not result.success:
-        for event in result.all_events:
-            if event.is_failure and event.event_specific_data is not None:
-                error = getattr(event.event_specific_data, "error", None)
-                if error is not None:
-                    print(f"failed in {event.step_key}: {error.message.strip()}", file=sys.stderr)
-        print(f"run failed after {elapsed:.1f}s (run id {result.run_id})", file=sys.stderr)
+        _print_failure(result)
+        print(f"run failed after {elapsed:.1f}s", file=sys.stderr)
         return 1
     print(f"run {result.run_id} succeeded in {elapsed:.1f}s")
     print(summarize(warehouse))
     return 0
+
+
+def cmd_calibrate(args) -> int:
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.pipeline import run_calibration
+
+    load_config(args.config)
+    if args.labels is not None and not args.labels.exists():
+        raise FileNotFoundError(f"{args.labels}: labels file or folder not found")
+    result = run_calibration(warehouse=args.warehouse, config_file=args.config, labels=args.labels)
+    if not result.success:
+        _print_failure(result)
+        return 1
+    print(calibration_report(args.warehouse))
+    return 0
+
+
+def calibration_report(warehouse: Path) -> str:
+    from citegate_assets.lib.reporting import text_table
+    from citegate_assets.lib.warehouse import connect, load_sql
+
+    with connect(warehouse, read_only=True) as con:
+        cal = con.sql(load_sql("report/calibration")).pl()
+        matrix = con.sql(load_sql("report/confusion")).pl()
+        gates = con.sql(load_sql("report/gate_status")).pl()
+    return "\n".join(
+        [
+            "",
+            "Judge calibration on hand labels (false pass = judge says yes where the human said no/partial)",
+            text_table(cal),
+            "",
+            "Confusion matrix (rows: human label, columns: judge verdict)",
+            text_table(matrix),
+            "",
+            "Support gate per surface",
+            text_table(gates),
+        ]
+    )
+
+
+def _print_failure(result) -> None:
+    for event in result.all_events:
+        if event.is_failure and event.event_specific_data is not None:
+            error = getattr(event.event_specific_data, "error", None)
+            if error is not None:
+                print(f"failed in {event.step_key}: {error.message.strip()}", file=sys.stderr)
+    print(f"run {result.run_id} failed", file=sys.stderr)
 
 
 def summarize(warehouse: Path) -> str:
@@ -136,6 +185,7 @@ def summarize(warehouse: Path) -> str:
         ingest = con.sql(load_sql("report/ingest_summary")).pl()
         provenance = con.sql(load_sql("report/provenance_by_surface")).pl()
         rejects = con.sql(load_sql("report/reject_reasons")).pl()
+        support = con.sql(load_sql("report/support_by_surface")).pl()
     return "\n".join(
         [
             "",
@@ -147,8 +197,11 @@ def summarize(warehouse: Path) -> str:
             "",
             "Rejects by reason",
             text_table(rejects),
+            "",
+            "Support verdicts per surface (judged citations; pass = yes and no numeric mismatch)",
+            text_table(support),
         ]
-    )
+    ) + calibration_report(warehouse)
 
 
 def _next_steps(warehouse: Path) -> str:

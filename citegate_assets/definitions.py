@@ -7,16 +7,28 @@ import dagster as dg
 from citegate_assets.defs.automation import nightly_job, nightly_schedule
 from citegate_assets.defs.ingest import ingest_prompt_log, prompt_log
 from citegate_assets.defs.provenance import provenance_results
-from citegate_assets.defs.resources import WarehouseResource
+from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
+from citegate_assets.defs.resources import JudgeResource, WarehouseResource
+from citegate_assets.defs.support import numeric_checks, support_sample, support_verdicts
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
     return dg.Definitions(
-        assets=[prompt_log, ingest_prompt_log, provenance_results],
+        assets=[
+            prompt_log,
+            ingest_prompt_log,
+            provenance_results,
+            support_sample,
+            numeric_checks,
+            support_verdicts,
+            hand_labels,
+            judge_calibration,
+            support_gate_status,
+        ],
         jobs=[nightly_job],
         schedules=[nightly_schedule],
-        resources={"warehouse": WarehouseResource()},
+        resources={"warehouse": WarehouseResource(), "judge": JudgeResource()},
         # one process per run: DuckDB allows a single writer, and the steps share it in turn
         executor=dg.in_process_executor,
     )

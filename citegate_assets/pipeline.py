@@ -95,3 +95,26 @@ def run_range(
     return job.execute_in_process(
         run_config=run_config, instance=instance or dg.DagsterInstance.get(), tags=tags, raise_on_error=False
     )
+
+
+def run_calibration(
+    *, warehouse: Path, config_file: Path | None, labels: Path | None, instance: dg.DagsterInstance | None = None
+) -> dg.ExecuteInProcessResult:
+    """Materialize hand_labels → judge_calibration → support_gate_status (the same assets the nightly job runs)."""
+    from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
+    from citegate_assets.defs.resources import JudgeResource, WarehouseResource
+
+    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
+    resources = {
+        "warehouse": WarehouseResource(
+            database=str(warehouse), config_file=str(config_file) if config_file else "", labels_path=str(labels) if labels else ""
+        ),
+        "judge": JudgeResource(),
+    }
+    return dg.materialize(
+        [hand_labels, judge_calibration, support_gate_status],
+        resources=resources,
+        instance=instance or dg.DagsterInstance.get(),
+        tags={"citegate/trigger": "cli-calibrate"},
+        raise_on_error=False,
+    )

@@ -126,3 +126,122 @@ create table if not exists provenance_results (
     normalization_version varchar not null,
     checked_at timestamptz not null
 );
+
+create table if not exists support_sample (
+    citation_id varchar not null,        -- every provenance-passing citation of the day
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    stakes varchar not null,             -- high | low | off, from the surface policy
+    sample_rate double not null,
+    sample_key double not null,          -- sha256-derived, uniform in [0, 1): the same on every re-run
+    selected boolean not null,           -- will be judged
+    why varchar not null                 -- high_stakes | sampled | not_sampled | stakes_off
+);
+
+create table if not exists numeric_checks (
+    citation_id varchar not null,        -- every provenance-passing citation of the day
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    claim_quantities varchar[] not null, -- numbers found in the claim, canonical ("1200 USD", "12 %")
+    missing_quantities varchar[] not null, -- those the passage does not hold
+    numeric_ok boolean not null,         -- no claim quantity is missing
+    checked_at timestamptz not null
+);
+
+create table if not exists judge_cache (
+    cache_key varchar not null,          -- sha256(judge model, template version, normalized passage, normalized claim)
+    judge_model varchar not null,
+    template_version varchar not null,
+    passage_sha256 varchar not null,
+    claim_sha256 varchar not null,
+    verdict varchar not null,            -- yes | partial | no | unparseable (an `error` is never cached)
+    raw_answer varchar,
+    prompt_tokens integer,
+    completion_tokens integer,
+    latency_ms double,
+    cost_usd double,
+    judged_at timestamptz not null
+);
+
+create table if not exists support_verdicts (
+    citation_id varchar not null,        -- every selected citation of the day
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    answer_model varchar not null,
+    judge_model varchar not null,
+    template_version varchar not null,
+    verdict varchar not null,            -- yes | partial | no | unparseable | error
+    raw_answer varchar,                  -- the judge's text as returned (for error: what failed)
+    numeric_ok boolean not null,         -- from numeric_checks
+    support_pass boolean not null,       -- verdict = yes and numeric_ok
+    cache_hit boolean not null,
+    latency_ms double,
+    prompt_tokens integer,
+    completion_tokens integer,
+    cost_usd double,                     -- estimated from [judge.prices]; null when the model has no price
+    attempts integer,
+    judge_is_answer_model boolean not null,
+    judged_at timestamptz not null
+);
+
+create table if not exists hand_labels (
+    label_id varchar not null,
+    claim varchar not null,
+    passage varchar not null,
+    label varchar not null,              -- yes | partial | no
+    labeller varchar not null,
+    source_file varchar not null,
+    source_line bigint not null,
+    claim_normalized varchar not null,
+    passage_normalized varchar not null,
+    ingested_at timestamptz not null
+);
+
+create table if not exists label_rejects (
+    source_file varchar not null,
+    line_no bigint not null,
+    reason varchar not null,
+    detail varchar,
+    raw_line varchar,
+    rejected_at timestamptz not null
+);
+
+create table if not exists judge_calibration (
+    judge_model varchar not null,
+    template_version varchar not null,
+    scope varchar not null,              -- no_or_partial | no: which human labels count as negatives
+    labels integer not null,             -- hand labels judged
+    negatives integer not null,          -- human labels in scope
+    false_passes integer not null,       -- judge said yes on them
+    false_pass_rate double,
+    wilson_low double,                   -- 95% Wilson interval of the false pass rate
+    wilson_high double,
+    judge_errors integer not null,       -- labels the judge could not answer (not counted as negatives judged)
+    threshold double not null,
+    min_negatives integer not null,
+    calibrated boolean not null,         -- wilson_high < threshold and negatives >= min_negatives
+    computed_at timestamptz not null
+);
+
+create table if not exists judge_calibration_confusion (
+    judge_model varchar not null,
+    template_version varchar not null,
+    human_label varchar not null,
+    judge_verdict varchar not null,
+    n integer not null
+);
+
+create table if not exists support_gate_status (
+    surface varchar not null,
+    stakes varchar not null,
+    judge_model varchar not null,
+    template_version varchar not null,
+    status varchar not null,             -- enforced | uncalibrated | off
+    why varchar not null,
+    false_pass_upper double,
+    negatives integer,
+    computed_at timestamptz not null
+);

@@ -21,15 +21,20 @@ def test_assets_grouped_by_stage_with_descriptions():
     for table in ("prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"):
         assert groups[table] == "ingest"
     assert groups["provenance_results"] == "provenance"
+    for asset in ("support_sample", "numeric_checks", "support_verdicts", "hand_labels", "judge_calibration", "support_gate_status"):
+        assert groups[asset] == "support"
     for key in graph.get_all_asset_keys():
         assert graph.get(key).description, f"{key} has no description"
 
 
-def test_lineage_from_prompt_log_to_provenance_results():
+def test_lineage_from_prompt_log_to_support_verdicts():
     graph = defs().resolve_asset_graph()
-    upstream = graph.get(dg.AssetKey("provenance_results")).parent_keys
-    assert dg.AssetKey("citations") in upstream
-    assert dg.AssetKey("prompt_log") in graph.get(dg.AssetKey("citations")).parent_keys
+    parents = lambda name: {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}  # noqa: E731
+    assert "prompt_log" in parents("citations")
+    assert "citations" in parents("provenance_results")
+    assert "provenance_results" in parents("support_sample") and "provenance_results" in parents("numeric_checks")
+    assert parents("support_verdicts") == {"support_sample", "numeric_checks"}
+    assert parents("judge_calibration") == {"hand_labels"}
 
 
 def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):

@@ -10,7 +10,11 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from dataclasses import replace
+
 from citegate_assets.lib.config import Config, load_config
+from citegate_assets.lib.judge.base import Judge
+from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +31,15 @@ class WarehouseResource(dg.ConfigurableResource):
     database: str = ""
     landing_folder: str = ""
     config_file: str = ""
+    labels_path: str = ""
+
+    def labels(self, config: Config) -> Path:
+        """Hand labels: this field, else CITEGATE_LABELS, else [calibration].labels beside the config file."""
+        chosen = self.labels_path or os.environ.get("CITEGATE_LABELS")
+        if chosen:
+            return Path(chosen).resolve()
+        base = Path(config.path).resolve().parent if config.path else PROJECT_ROOT
+        return base / config.calibration.labels
 
     def database_path(self) -> Path:
         return _resolve(self.database, "CITEGATE_WAREHOUSE", "data/warehouse.duckdb")
@@ -43,6 +56,22 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return _connect_with_schema(self.database_path())
+
+
+class JudgeResource(dg.ConfigurableResource):
+    """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL / _API_KEY.
+
+    No endpoint configured: the offline deterministic judge citegate-heuristic-v1.
+    """
+
+    base_url: str = ""  # when set, overrides the file and the environment
+    model: str = ""
+
+    def build(self, config: Config) -> Judge:
+        cfg = effective_judge_config(config.judge)
+        if self.base_url or self.model:
+            cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
+        return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
 
 
 def _resolve(value: str, env: str, default: str) -> Path:

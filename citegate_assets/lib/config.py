@@ -27,10 +27,38 @@ class SurfacePolicy:
 
 
 @dataclass(frozen=True)
+class JudgeConfig:
+    """[judge]: the support judge. An empty base_url means the offline heuristic judge."""
+
+    base_url: str = ""
+    model: str = "gpt-4.1-mini"
+    api_key_env: str = "CITEGATE_JUDGE_API_KEY"  # the name of the variable holding the key, never the key
+    concurrency: int = 8
+    timeout_s: float = 30.0
+    max_tokens: int = 5
+    max_retries: int = 5
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    breaker_threshold: int = 10
+    prices: dict = field(default_factory=dict)  # model -> {"input": USD per 1M tokens, "output": ...}
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """[calibration]: where hand labels live and when a support gate counts as enforced."""
+
+    labels: str = "labels"  # folder (or file) of JSONL/CSV hand labels, relative to the config file
+    false_pass_threshold: float = 0.10  # the 95% Wilson upper bound must be under this
+    min_negatives: int = 30  # ... and rest on at least this many human no/partial labels
+
+
+@dataclass(frozen=True)
 class Config:
     path: str | None
     surfaces: dict[str, SurfacePolicy]
     templates: dict[str, Profile] = field(default_factory=dict)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -40,7 +68,11 @@ class Config:
         return self.templates.get(name)
 
 
-_TOP_KEYS = {"surfaces", "templates"}
+_TOP_KEYS = {"surfaces", "templates", "judge", "calibration"}
+_JUDGE_KEYS = {f.name for f in fields(JudgeConfig)}
+_CALIBRATION_KEYS = {f.name for f in fields(CalibrationConfig)}
+_NUMBER_KEYS = {"concurrency", "timeout_s", "max_tokens", "max_retries", "backoff_base_s", "backoff_max_s",
+                "breaker_threshold", "false_pass_threshold", "min_negatives"}
 _SURFACE_KEYS = {f.name for f in fields(SurfacePolicy)} - {"name"}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}
 
@@ -100,7 +132,25 @@ def parse_config(raw: dict, path: str | None) -> Config:
             )
         surfaces[name] = policy
     surfaces.setdefault(DEFAULT_SURFACE, SurfacePolicy(name=DEFAULT_SURFACE))
-    return Config(path=path, surfaces=surfaces, templates=templates)
+    judge = JudgeConfig(**_section(raw, "judge", _JUDGE_KEYS, where))
+    for model, price in judge.prices.items():
+        if not isinstance(price, dict) or set(price) != {"input", "output"}:
+            raise ConfigError(f"{where}: judge.prices.{model} must be a table with 'input' and 'output' (USD per 1M tokens)")
+    calibration = CalibrationConfig(**_section(raw, "calibration", _CALIBRATION_KEYS, where))
+    if not 0 < calibration.false_pass_threshold < 1:
+        raise ConfigError(f"{where}: calibration.false_pass_threshold must be in (0, 1)")
+    return Config(path=path, surfaces=surfaces, templates=templates, judge=judge, calibration=calibration)
+
+
+def _section(raw: dict, key: str, allowed: set[str], where: str) -> dict:
+    table = raw.get(key, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [{key}] must be a table")
+    _reject_unknown(table, allowed, where, key)
+    for name, value in table.items():
+        if name in _NUMBER_KEYS and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ConfigError(f"{where}: {key}.{name} = {value!r}: expected a non-negative number")
+    return table
 
 
 def _tables(section: object, where: str, key: str):

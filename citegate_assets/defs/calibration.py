@@ -1,0 +1,116 @@
+"""Support stage, calibration: hand labels, the judge's false pass rate on them, and which gates are enforced."""
+
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from citegate_assets.lib.calibration import confusion, false_pass_summary, gate_status
+from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
+from citegate_assets.lib.labels import read_labels
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.warehouse import load_sql, run_script, transaction
+
+from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
+
+
+@dg.asset(group_name="support", kinds={"duckdb"}, pool=DUCKDB_POOL)
+def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Hand-labelled (claim, passage) pairs from the labels folder; bad rows go to label_rejects."""
+    config = warehouse.config()
+    path = warehouse.labels(config)
+    labels, rejects = read_labels(path)
+    now = datetime.now(timezone.utc)
+    with warehouse.connect() as con, transaction(con):
+        con.register("new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())
+        con.register("new_label_rejects", rejects.with_columns(rejected_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())
+        run_script(con, "support/replace_labels")
+        con.unregister("new_labels")
+        con.unregister("new_label_rejects")
+    counts = labels.group_by("label").len().sort("label")
+    context.log.info(f"{labels.height} hand labels from {path} ({rejects.height} rejected)")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": labels.height,
+            "labels_path": str(path),
+            "rejected_rows": rejects.height,
+            "labels": dg.MetadataValue.md(markdown_table(counts)),
+            "rejects": dg.MetadataValue.md(markdown_table(rejects.select("source_file", "line_no", "reason", "detail"))),
+        }
+    )
+
+
+@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=[hand_labels], pool=DUCKDB_POOL)
+def judge_calibration(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+) -> dg.MaterializeResult:
+    """The configured judge on the hand labels (through the cache): confusion matrix and false pass rate with its 95% interval."""
+    config = warehouse.config()
+    the_judge = judge.build(config)
+    with warehouse.connect() as con:
+        labels = con.sql("select label_id, label, passage_normalized, claim_normalized from hand_labels").pl()
+    items = labels.select(item_id="label_id", passage="passage_normalized", claim="claim_normalized")
+    results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
+    pairs = labels.select("label_id", human_label="label").join(
+        results.select(label_id="item_id", judge_verdict="verdict"), on="label_id"
+    )
+    now = datetime.now(timezone.utc)
+    cal = config.calibration
+    summary = pl.DataFrame(false_pass_summary(pairs, cal.false_pass_threshold, cal.min_negatives)).with_columns(
+        judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION), computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))
+    )
+    matrix = confusion(pairs).with_columns(judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION))
+    params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
+    with warehouse.connect() as con, transaction(con):
+        run_script(con, "support/delete_calibration", params)
+        con.register("new_calibration", summary.to_arrow())
+        con.register("new_confusion", matrix.to_arrow())
+        con.execute("insert into judge_calibration by name select * from new_calibration")
+        con.execute("insert into judge_calibration_confusion by name select * from new_confusion")
+        con.unregister("new_calibration")
+        con.unregister("new_confusion")
+    pivot = matrix.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
+    return dg.MaterializeResult(
+        metadata={
+            "judge_model": the_judge.model,
+            "template_version": TEMPLATE_VERSION,
+            "labels": labels.height,
+            "judge_calls": facts["judge_calls"],
+            "cache_hits": facts["cache_hits"],
+            "false_pass_rate": dg.MetadataValue.md(
+                markdown_table(summary.select("scope", "negatives", "false_passes", "false_pass_rate", "wilson_low", "wilson_high", "calibrated"))
+            ),
+            "confusion (rows: human, columns: judge)": dg.MetadataValue.md(markdown_table(pivot)),
+        }
+    )
+
+
+@dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration], pool=DUCKDB_POOL)
+def support_gate_status(context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource) -> dg.MaterializeResult:
+    """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not."""
+    config = warehouse.config()
+    model = judge.build(config).model
+    with warehouse.connect() as con:
+        rel = con.sql(
+            "select * from judge_calibration where judge_model = $m and template_version = $v",
+            params={"m": model, "v": TEMPLATE_VERSION},
+        )
+        cols, rows = rel.columns, rel.fetchall()
+        seen = [s for (s,) in con.sql("select distinct surface from citations order by 1").fetchall()]
+    summary = [dict(zip(cols, r)) for r in rows]
+    names = [n for n in config.surfaces if n != "default"] + [s for s in seen if s not in config.surfaces]
+    status = gate_status([(n, config.surface(n).stakes) for n in names], summary)
+    now = datetime.now(timezone.utc)
+    schema = {"surface": pl.String, "stakes": pl.String, "status": pl.String, "why": pl.String, "false_pass_upper": pl.Float64, "negatives": pl.Int32}
+    frame = pl.DataFrame(status, schema=schema).with_columns(
+        judge_model=pl.lit(model), template_version=pl.lit(TEMPLATE_VERSION), computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))
+    )
+    with warehouse.connect() as con, transaction(con):
+        con.execute("delete from support_gate_status")
+        con.register("new_status", frame.to_arrow())
+        con.execute("insert into support_gate_status by name select * from new_status")
+        con.unregister("new_status")
+    return dg.MaterializeResult(
+        metadata={"dagster/row_count": frame.height, "status": dg.MetadataValue.md(markdown_table(frame.select("surface", "stakes", "status", "why")))}
+    )

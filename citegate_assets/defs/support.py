@@ -1,0 +1,129 @@
+"""Support stage: which citations are judged, the numeric check, and the judge's verdicts (SPEC section 5)."""
+
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from citegate_assets.lib.numbers import extract_quantities, missing_quantities
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.sampling import select_sample
+from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.warehouse import load_sql, run_script, transaction
+
+from .partitions import daily_partitions, partition_days, row_count_metadata
+from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
+
+COMMON = dict(
+    group_name="support",
+    partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+)
+
+
+@dg.asset(**COMMON, kinds={"duckdb"}, deps=["provenance_results"], pool=DUCKDB_POOL)
+def support_sample(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Which provenance-passing citations the judge sees, and why: high stakes all, low a stable hash sample, off none."""
+    start, end = partition_days(context)
+    params = {"start": start, "end": end}
+    with warehouse.connect() as con:
+        with transaction(con):
+            select_sample(con, start, end, warehouse.config())
+        why = con.sql(load_sql("support/sample_summary"), params=params).pl()
+    total = int(why["citations"].sum()) if why.height else 0
+    return dg.MaterializeResult(
+        metadata={**row_count_metadata(start, end, total), "by_surface": dg.MetadataValue.md(markdown_table(why, 40))}
+    )
+
+
+@dg.asset(**COMMON, kinds={"duckdb"}, deps=["provenance_results"], pool=DUCKDB_POOL)
+def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Every number in the claim (%, decimals, separators, currency, ranges) must appear in the cited passage."""
+    start, end = partition_days(context)
+    params = {"start": start, "end": end}
+    with warehouse.connect() as con:
+        rows = con.sql(load_sql("support/passages"), params=params).pl()
+    claims, passages = rows["claim"].to_list(), rows["passage"].to_list()
+    found = [[_canonical(q) for q in extract_quantities(c)] for c in claims]
+    missing = [[_canonical(q) for q in missing_quantities(c, p)] for c, p in zip(claims, passages)]
+    checks = rows.select("citation_id", "request_id", "day", "surface").with_columns(
+        claim_quantities=pl.Series(found, dtype=pl.List(pl.String)),
+        missing_quantities=pl.Series(missing, dtype=pl.List(pl.String)),
+    ).with_columns(
+        numeric_ok=pl.col("missing_quantities").list.len() == 0,
+        checked_at=pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("us", "UTC")),
+    )
+    with warehouse.connect() as con, transaction(con):
+        run_script(con, "support/delete_numeric", params)
+        con.register("new_numeric_checks", checks.to_arrow())
+        con.execute("insert into numeric_checks by name select * from new_numeric_checks")
+        con.unregister("new_numeric_checks")
+    mismatches = checks.filter(~pl.col("numeric_ok"))
+    return dg.MaterializeResult(
+        metadata={
+            **row_count_metadata(start, end, checks.height),
+            "numeric_mismatches": mismatches.height,
+            "mismatch_preview": dg.MetadataValue.md(
+                markdown_table(mismatches.select("citation_id", "surface", pl.col("missing_quantities").list.join(", ")))
+            ),
+        }
+    )
+
+
+@dg.asset(**COMMON, kinds={"duckdb", "openai"}, deps=["support_sample", "numeric_checks"], pool=DUCKDB_POOL)
+def support_verdicts(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+) -> dg.MaterializeResult:
+    """The judge's verdict per selected citation: the seed's prompt with only the passage and the claim, cached."""
+    start, end = partition_days(context)
+    config = warehouse.config()
+    the_judge = judge.build(config)
+    params = {"start": start, "end": end}
+    with warehouse.connect() as con:
+        rows = con.sql(load_sql("support/passages"), params=params).pl().filter(pl.col("selected"))
+        numeric = dict(
+            con.sql("select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params).fetchall()
+        )
+    context.log.info(f"judging {rows.height:,} citations with {the_judge.model}")
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 500 == 0:
+            context.log.info(f"judge: {done:,}/{total:,} calls")
+
+    results, facts = judge_items(
+        warehouse.connect, rows.rename({"citation_id": "item_id"}), the_judge, config.judge.prices, progress=progress
+    )
+    verdicts = (
+        rows.select("citation_id", "request_id", "day", "surface", "answer_model")
+        .join(results.rename({"item_id": "citation_id"}), on="citation_id", how="left")
+        .with_columns(numeric_ok=pl.col("citation_id").replace_strict(numeric, default=False, return_dtype=pl.Boolean))
+        .with_columns(
+            support_pass=(pl.col("verdict") == "yes") & pl.col("numeric_ok"),
+            judge_is_answer_model=pl.col("judge_model") == pl.col("answer_model"),
+        )
+    )
+    with warehouse.connect() as con, transaction(con):
+        run_script(con, "support/delete_verdicts", params)
+        con.register("new_support_verdicts", verdicts.to_arrow())
+        con.execute("insert into support_verdicts by name select * from new_support_verdicts")
+        con.unregister("new_support_verdicts")
+        summary = con.sql(load_sql("support/verdicts_by_surface"), params=params).pl()
+    same_model = verdicts.filter(pl.col("judge_is_answer_model")).height
+    if same_model:
+        context.log.warning(f"{same_model} citations were judged by the model that wrote the answer ({the_judge.model})")
+    return dg.MaterializeResult(
+        metadata={
+            **row_count_metadata(start, end, verdicts.height),
+            "judge_model": the_judge.model,
+            "judge_calls": facts["judge_calls"],
+            "cache_hits": facts["cache_hits"],
+            "judge_errors": facts["errors"],
+            "judged_by_answer_model": same_model,
+            "estimated_cost_usd": float(verdicts.filter(~pl.col("cache_hit"))["cost_usd"].fill_null(0).sum()),
+            "by_surface": dg.MetadataValue.md(markdown_table(summary, 40)),
+        }
+    )
+
+
+def _canonical(q) -> str:
+    return f"{q.value} {q.unit}" if q.unit else q.value

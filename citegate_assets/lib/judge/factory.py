@@ -1,0 +1,56 @@
+"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or the offline heuristic."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+
+from ..config import JudgeConfig
+from .base import Judge
+
+ENV_BASE_URL = "CITEGATE_JUDGE_BASE_URL"
+ENV_MODEL = "CITEGATE_JUDGE_MODEL"
+
+
+def effective_judge_config(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> JudgeConfig:
+    """The environment overrides the file: CITEGATE_JUDGE_BASE_URL and CITEGATE_JUDGE_MODEL."""
+    env = os.environ if env is None else env
+    changes = {}
+    if env.get(ENV_BASE_URL):
+        changes["base_url"] = env[ENV_BASE_URL]
+    if env.get(ENV_MODEL):
+        changes["model"] = env[ENV_MODEL]
+    return replace(cfg, **changes) if changes else cfg
+
+
+def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
+    env = os.environ if env is None else env
+    cfg = effective_judge_config(cfg, env)
+    if not cfg.base_url:
+        from .heuristic import HeuristicJudge
+
+        return HeuristicJudge()
+    from .openai_judge import JudgeSettings, OpenAIJudge
+
+    settings = JudgeSettings(
+        base_url=cfg.base_url,
+        model=cfg.model,
+        api_key=env.get(cfg.api_key_env) or "unused",  # local servers often need none; never logged
+        concurrency=int(cfg.concurrency),
+        timeout_s=float(cfg.timeout_s),
+        max_tokens=int(cfg.max_tokens),
+        max_retries=int(cfg.max_retries),
+        backoff_base_s=float(cfg.backoff_base_s),
+        backoff_max_s=float(cfg.backoff_max_s),
+        breaker_threshold=int(cfg.breaker_threshold),
+    )
+    return OpenAIJudge(settings)
+
+
+def estimated_cost(prices: Mapping, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+    """USD from [judge.prices.MODEL] (per million tokens); None when the model has no price or no usage."""
+    price = prices.get(model)
+    if price is None or prompt_tokens is None or completion_tokens is None:
+        return None
+    return (prompt_tokens * float(price["input"]) + completion_tokens * float(price["output"])) / 1e6

@@ -1,0 +1,510 @@
+"""The offline judge: a deterministic, conservative stand-in for an LLM entailment judge.
+
+It answers the seed's question ("does this PASSAGE alone entail this CLAIM?") from surface signals
+only, so it is built to be wrong in the safe direction. The product's first promise is never to
+report a false pass: a lost "yes" (recall) is cheap, a wrong "yes" (false pass) is expensive. So
+"yes" needs every check below to pass, and any doubt gives "partial".
+
+Words. Both texts are lowercased, contractions expanded ("doesn't" -> "does not") and reduced to
+content words: stopwords, negation cues, unit words ("percent", "dollars"), comparators ("over",
+"up to") and bare numbers are dropped (the numeric check owns numbers); the rest goes through a light
+suffix stemmer ("charged", "charges" -> "charg"). Identifiers that glue letters to digits ("NW-200",
+"AES-256", "SPRING25") stay whole, so "NW-300" does not match "NW-200". A lead-in such as
+"In short:" is stripped from the claim.
+
+Window. The passage is split into sentences. The main sentence is the one holding most of the
+claim's content words and quantities; the sentence before it may join the window when it supplies
+at most PRE_CONTEXT_WORDS missing words (an antecedent: "The add-on includes ..." after "The
+Priority Support add-on costs ..."). Words scattered over unrelated sentences never add up to "yes".
+
+"yes" only when all of these hold:
+- coverage: every claim content word is in the window, and the claim has at least MIN_CONTENT;
+- numbers: every claim quantity (numbers.py: same value, same unit) is in the passage and in the main
+  sentence, next to one of the same words ("10% on renewals" is not "10% on first-year"), under the
+  same bound ("up to 12%" is not "12%", "above" equals ">");
+- negation: both texts have a negation cue (not, no, never, none, without, except, unless, cannot,
+  n't, non-, ...) or neither, and the cues govern the same shared words;
+- locality: the claim's words hang together in one stretch of the main sentence (few breaks of more
+  than PAIR_DISTANCE words), not picked from its different clauses;
+- qualifiers: no restricting clause in the window that the claim drops ("only for orders over 500
+  units", "except in the EU region", "who pay annually", "after a 10-day grace period"), no named
+  scope it drops ("on the Enterprise plan"), no restricting determiner ("some", "selected"), no
+  contrast, time-shift or non-fact marker ("but", "whereas", "previously", "proposed"), and the same
+  modal force ("may happen" is not "happens").
+
+"no" when under NO_COVERAGE of the claim's content words are anywhere in the passage (unrelated),
+or when the main sentence covers at least CONTRADICTION_COVERAGE of them but flips the negation or
+states another value in a unit the claim uses (a changed number). Everything else is "partial".
+
+It cannot see synonyms ("twice" for "2 times", "free of charge" for "no charge"), so faithful
+paraphrases come out "partial" (or "no"): that is the recall it gives up for a low false pass rate.
+Measured figures are in tests/test_heuristic_judge.py.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from functools import lru_cache
+
+from ..numbers import Quantity, extract_quantities
+from .base import JudgeRequest, JudgeResult, Progress
+
+HEURISTIC_MODEL = "citegate-heuristic-v1"
+
+# Tunables, chosen on labels/demo-labels.jsonl and the WiCE dev split (see the tests).
+YES_COVERAGE = 1.0  # share of the claim's content words the window must contain for "yes"
+MIN_CONTENT = 3  # claims with fewer content words are too thin for "yes"
+PRE_CONTEXT_WORDS = 2  # words the sentence before the main one may contribute (an antecedent)
+PAIR_DISTANCE = 4  # words adjacent in the claim must sit this close in the main sentence...
+LINKS_PER_BREAK = 4  # ...with one exception allowed per this many links (reordered clauses)
+NO_COVERAGE = 0.35  # below this share of the claim's content words anywhere in the passage: "no"
+CONTRADICTION_COVERAGE = 0.75  # a negation flip or a changed number above this coverage: "no"
+
+STOPWORDS = frozenset(
+    """
+    a an the and or but nor so yet of in on at to for from by with about into onto as than then this that these
+    those it its they them their theirs there here he she his her him we our us you your i me my is are was were
+    be been being am do does did doing done have has had having will would shall should can could may might must
+    also just very too which who whom whose what when where while how why whether both either per via upon
+    again further once s t d ll re ve m o y within during through against among across around along toward
+    towards each if
+    """.split()
+)
+UNIT_WORDS = frozenset("percent usd eur gbp dollar dollars euro euros".split())  # the numeric check owns these
+NEGATIONS = frozenset(
+    """
+    not no never none nobody nothing nowhere neither nor without cannot non except unless excluding excludes
+    exclude excluded lack lacks lacking fail fails failed refuse refused deny denied
+    """.split()
+)
+# Words that open a restricting clause: "only for orders over 500 units", "except in the EU region".
+# Restrictive relative clauses and adjuncts count too: "Customers who pay annually ...", "... for
+# approved requests", "... after a 10-day grace period".
+QUALIFIER_CUES = ("only", "except", "unless", "provided", "providing", "if", "excluding", "subject to", "until",
+                  "as long as", "so long as", "on condition", "who", "whose", "that", "for", "when", "whenever",
+                  "where", "with", "after", "before", "during", "while", "once", "in case")
+# Words that bound a quantity, by meaning: "up to 12%" is not "12%", but "above" is ">". They are not
+# content words; the bound check compares them where they touch a number.
+COMPARATORS = {
+    ">": ("more than", "greater than", "over", "above", "exceeding", "beyond", ">"),
+    "<": ("less than", "fewer than", "under", "below", "<"),
+    "<=": ("up to", "at most", "no more than", "maximum", "max", "as much as", "as many as", "<=", "capped at"),
+    ">=": ("at least", "no less than", "minimum", "min", "starting at", "from", ">="),
+    "~": ("approximately", "about", "around", "nearly", "almost", "roughly", "some", "~"),
+    "until": ("until", "till", "through"),
+    "before": ("before", "prior to"),
+    "after": ("after",),
+}
+_COMPARATOR_CLASS = {phrase: cls for cls, phrases in COMPARATORS.items() for phrase in phrases}
+COMPARATOR_WORDS = frozenset(
+    w for phrases in COMPARATORS.values() for ph in phrases for w in ph.split() if w.isalpha()
+) - {"than", "to", "at", "as", "no", "much", "many", "prior", "before", "after", "until", "till", "through", "from",
+     "starting", "capped", "some", "more", "less", "fewer", "greater", "most", "least"}
+
+_SKIP = STOPWORDS | NEGATIONS | UNIT_WORDS | COMPARATOR_WORDS  # not content words
+
+# Modal verbs by force: "may happen" does not entail "happens", nor "can" "must". ("will" is left out:
+# policy text uses it as a plain present, "refunds will be processed within 5 days".)
+MODALS = {"can": "can", "could": "can", "may": "may", "might": "may", "must": "must", "shall": "must",
+          "should": "should"}
+# Determiners that restrict a statement to part of its subject: "Some Enterprise customers ...".
+RESTRICTORS = frozenset(
+    "some certain selected select most many several few eligible qualifying qualified specific particular limited "
+    "partially partly".split()
+)
+# Words that set a sentence against itself or against the present, or report a non-fact: with any of
+# them in the window but not in the claim, the claim's words may come from the wrong side ("but",
+# "whereas", "unlike"), the wrong time ("previously", "now") or a proposal that never happened.
+CONTRASTS = frozenset(
+    "but whereas unlike instead however although though rather previously formerly former old now longer "
+    "replaced replace replaces superseded proposed proposal propose rejected considered considering expected "
+    "planned rumored rumoured hypothetical draft".split()
+)
+NEGATION_SCOPE = 3  # content words after a negation cue that it negates
+ANCHOR_CLAIM = 1  # content words on each side of a claim quantity that name what it counts...
+ANCHOR_PASSAGE = 2  # ...at least one of which must sit this close to the same quantity in the passage
+
+_CONTRACTIONS = (
+    (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bshan't\b"), "shall not"),
+    (re.compile(r"(\w)n't\b"), r"\1 not"),
+)
+_WORD = re.compile(r"[a-z0-9]+(?:[-'#.][a-z0-9]+)*")
+_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[a-z0-9]{2}[.!?])(?=[A-Z][a-z])")
+_CLAUSE_END = re.compile(r"[,;:.!?()]|\s-\s")
+_QUALIFIER = re.compile(r"\b(" + "|".join(re.escape(q) for q in QUALIFIER_CUES) + r")\b")
+_COMPARATOR = re.compile(
+    r"(?:^|(?<=\W))(" + "|".join(re.escape(c) for c in sorted(_COMPARATOR_CLASS, key=len, reverse=True)) + r")\s*$"
+)
+# Discourse markers an answer puts before a claim; they are not part of what the claim asserts.
+_LEAD_IN = re.compile(
+    r"^\s*(?:(?:in short|in summary|in brief|to summarize|to summarise|to sum up|overall|in other words|"
+    r"put simply|simply put|basically|essentially|note|in fact|indeed)\s*[:,]|(?:yes|no)\s*,)\s*",
+    re.IGNORECASE,
+)
+_HAS_DIGIT = re.compile(r"\d")
+_HAS_ALPHA = re.compile(r"[a-z]")
+_IDENT_SPLIT = re.compile(r"[-.#]")
+_LETTER_DASH_DIGIT = re.compile(r"[a-z][-#]\d")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A light suffix stemmer: enough to meet plurals, tenses and -ly adverbs halfway.
+    charges/charged/charging -> charg; applies/apply -> appli; guaranteed/guarantees -> guarant."""
+    w = word
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("es") and len(w) > 4 and (w[-3] in "sxz" or w[-4:-2] in ("ch", "sh")):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if w.endswith("ied") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("eed"):
+        w = w[:-1]  # agreed -> agree, exceed -> excee (then the e's go below)
+    elif w.endswith("ed") and len(w) > 4:
+        w = w[:-2]
+    elif w.endswith("ing") and len(w) > 5:
+        w = w[:-3]
+    elif w.endswith("ly") and len(w) > 5 and w[-3] != "p":  # monthly -> month; apply, supply stay
+        w = w[:-2]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]  # shipped -> shipp -> ship
+    if len(w.rstrip("e")) >= 3:
+        w = w.rstrip("e")  # charge / charged -> charg
+    if len(w) > 3 and w.endswith("y"):
+        w = w[:-1] + "i"  # policy / policies -> polici
+    return w
+
+
+def _words(text: str) -> list[str]:
+    """Lowercased words with contractions expanded; identifiers ("nw-200", "spring25") kept whole."""
+    t = text.lower()
+    if "'" in t or "cannot" in t:
+        for pattern, repl in _CONTRACTIONS:
+            t = pattern.sub(repl, t)
+    out: list[str] = []
+    for tok in _WORD.findall(t):
+        if tok.isalpha():
+            out.append(tok)
+            continue
+        if tok.endswith("'s"):
+            tok = tok[:-2]
+        tok = tok.replace("'", "").strip(".")
+        if not tok:
+            continue
+        if _HAS_DIGIT.search(tok) and _HAS_ALPHA.search(tok):
+            parts = [p for p in _IDENT_SPLIT.split(tok) if p]
+            if any(_HAS_ALPHA.search(p) and _HAS_DIGIT.search(p) for p in parts) or _LETTER_DASH_DIGIT.search(tok):
+                out.append(tok)  # an identifier: nw-200, aes-256, spring25, kb-0042#c3
+            else:
+                out.extend(parts)  # "24-month" -> "24", "month"
+            continue
+        out.extend(p for p in tok.split("-") if p)
+    return out
+
+
+def _content(words: list[str]) -> list[str]:
+    """Stemmed content words in order: no stopwords, negation cues, unit words or bare numbers."""
+    out = []
+    for w in words:
+        if w in _SKIP or w.replace(".", "").isdigit():
+            continue
+        out.append(_stem(w))
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    parts = [s for s in _SENTENCE.split(text) if s and s.strip()]
+    return parts or [text]
+
+
+class _Passage:
+    """A passage split once into sentences, with each sentence's words and content words."""
+
+    __slots__ = ("sentences", "words", "seqs", "content", "all_content", "negated", "quantities", "all_quantities")
+
+    def __init__(self, text: str):
+        self.sentences = _sentences(text)
+        self.words = [_words(s) for s in self.sentences]
+        self.seqs = [_content(ws) for ws in self.words]
+        self.content = [set(seq) for seq in self.seqs]
+        self.all_content = set().union(*self.content) if self.content else set()
+        self.negated = [any(w in NEGATIONS for w in ws) for ws in self.words]
+        self.quantities = [extract_quantities(s) for s in self.sentences]
+        self.all_quantities = extract_quantities(text)
+
+
+@lru_cache(maxsize=4096)
+def _passage(text: str) -> _Passage:
+    return _Passage(text)
+
+
+def _window(p: _Passage, claim: set[str], quantities: list[Quantity]) -> tuple[int, int, float]:
+    """(start, end, coverage) of the claim's best window: the main sentence (most claim words and
+    claim quantities; then most quantities; then earliest), extended by the sentence before it when
+    that one supplies at most PRE_CONTEXT_WORDS missing words, as an antecedent does ("The add-on
+    includes ..." after "The Priority Support add-on costs ...")."""
+    n = len(p.sentences)
+    best_key, main = None, 0
+    for i in range(n):
+        have = p.quantities[i]
+        nums = sum(1 for q in quantities if _present(q, have))
+        key = (len(claim & p.content[i]) + nums, nums, -i)
+        if best_key is None or key > best_key:
+            best_key, main = key, i
+    start, covered = main, len(claim & p.content[main])
+    if main > 0 and covered < len(claim):
+        extra = len((claim - p.content[main]) & p.content[main - 1])
+        if 0 < extra <= PRE_CONTEXT_WORDS:
+            start, covered = main - 1, covered + extra
+    return start, main + 1, covered / len(claim) if claim else 0.0
+
+
+def _present(q: Quantity, have: list[Quantity]) -> bool:
+    return any(h.value == q.value and (q.unit is None or h.unit == q.unit) for h in have)
+
+
+def _chain_breaks(claim_seq: list[str], main_seq: list[str]) -> tuple[int, int]:
+    """(breaks, links): walk the claim's words (those the main sentence has) through the sentence,
+    choosing one position per word so that as many consecutive words as possible land within
+    PAIR_DISTANCE of each other; a break is a step that cannot. The matched words must hang together
+    in one stretch of the sentence, not be picked from its different clauses."""
+    where: dict[str, list[int]] = {}
+    for i, w in enumerate(main_seq):
+        where.setdefault(w, []).append(i)
+    seq = [w for w in claim_seq if w in where]
+    seq = [w for i, w in enumerate(seq) if i == 0 or w != seq[i - 1]]
+    if len(seq) < 2:
+        return 0, 0
+    best = {pos: 0 for pos in where[seq[0]]}
+    for w in seq[1:]:
+        best = {
+            pos: min(b + (abs(pos - prev) > PAIR_DISTANCE) for prev, b in best.items())
+            for pos in where[w]
+        }
+    return min(best.values()), len(seq) - 1
+
+
+_SCOPE = re.compile(r"\b(?:in|on|for|to|at|from|by)\s+(?:the\s+|all\s+|its\s+)?((?:[A-Z][\w'-]*\s?)+)")
+
+
+def _dropped_scope(main_text: str, claim_content: set[str]) -> bool:
+    """A named scope in the main sentence ("on the Enterprise plan", "in the EU region", "for Gold
+    partners") that the claim leaves out: the claim generalises what the passage restricts."""
+    for m in _SCOPE.finditer(main_text):
+        names = [w for w in _content(_words(m.group(1)))]
+        if names and not any(w in claim_content for w in names):
+            return True
+    return False
+
+
+def _anchored_seq(text: str) -> list[str | Quantity]:
+    """Content words in order with each quantity in its place: "Partners earn 20% on renewals" ->
+    ['partner', 'earn', Quantity(20, %), 'renewal']."""
+    out: list[str | Quantity] = []
+    pos = 0
+    spans: list[tuple[int, int, list[Quantity]]] = []
+    for q in extract_quantities(text):
+        if spans and spans[-1][2][-1].text == q.text and text.find(q.text, spans[-1][0]) == spans[-1][0]:
+            spans[-1][2].append(q)  # the second end of a range shares the range's span
+            continue
+        at = text.find(q.text, pos)
+        if at < 0:
+            continue
+        spans.append((at, at + len(q.text), [q]))
+        pos = at + len(q.text)
+    pos = 0
+    for start, stop, qs in spans:
+        out.extend(_content(_words(text[pos:start])))
+        out.extend(qs)
+        pos = stop
+    out.extend(_content(_words(text[pos:])))
+    return out
+
+
+def _neighbours(seq: list[str | Quantity], i: int, reach: int) -> set[str]:
+    found: set[str] = set()
+    for step in (-1, 1):
+        j, taken = i + step, 0
+        while 0 <= j < len(seq) and taken < reach:
+            if isinstance(seq[j], str):
+                found.add(seq[j])
+                taken += 1
+            j += step
+    return found
+
+
+def _unanchored_quantity(claim: str, sentence: str) -> bool:
+    """A claim quantity attached to other words than in the sentence: "10% on first-year" cited from
+    "20% on first-year ... 10% on renewals". Each claim quantity needs one of its neighbouring words
+    (those the sentence has at all) next to the same quantity in the sentence."""
+    claim_seq = _anchored_seq(claim)
+    sentence_seq = _anchored_seq(sentence)
+    sentence_words = {w for w in sentence_seq if isinstance(w, str)}
+    for i, q in enumerate(claim_seq):
+        if not isinstance(q, Quantity):
+            continue
+        near = _neighbours(claim_seq, i, ANCHOR_CLAIM) & sentence_words  # words from an antecedent don't count
+        if not near:
+            continue
+        spots = [j for j, w in enumerate(sentence_seq) if isinstance(w, Quantity) and _present(q, [w])]
+        if not any(near & _neighbours(sentence_seq, j, ANCHOR_PASSAGE) for j in spots):
+            return True
+    return False
+
+
+def _negated(words: list[str]) -> set[str]:
+    """Stems of the content words within NEGATION_SCOPE after a negation cue: "not issued as credit"
+    -> {issu, credit}; "non-refundable" -> {refundabl}."""
+    out: set[str] = set()
+    left = 0
+    for w in words:
+        if w in NEGATIONS:
+            left = NEGATION_SCOPE
+        elif left and w not in _SKIP and not w.replace(".", "").isdigit():
+            out.add(_stem(w))
+            left -= 1
+    return out
+
+
+def _negation_mismatch(claim_words: list[str], window_words: list[str]) -> bool:
+    """A negation in one text but not the other, or one that governs different shared words:
+    "setup fees are not refundable" against "refunds are not issued ..., setup fees are refundable"."""
+    claim_has = any(w in NEGATIONS for w in claim_words)
+    window_has = any(w in NEGATIONS for w in window_words)
+    if claim_has != window_has:
+        return True
+    shared = set(_content(claim_words)) & set(_content(window_words))
+    return (_negated(claim_words) & shared) != (_negated(window_words) & shared)
+
+
+def _contrast(window_words: list[list[str]], claim_words: list[str]) -> bool:
+    have = {_stem(w) for ws in window_words for w in ws if w in CONTRASTS}
+    return bool(have - {_stem(w) for w in claim_words})
+
+
+def _modals(words: list[str]) -> set[str]:
+    return {MODALS[w] for w in words if w in MODALS}
+
+
+def _dropped_restrictor(window_words: list[str], claim_words: list[str]) -> bool:
+    """The window restricts its subject ("Some customers", "Selected partners") and the claim doesn't."""
+    return bool((RESTRICTORS & set(window_words)) - set(claim_words))
+
+
+def _dropped_qualifier(text: str, claim_content: set[str]) -> bool:
+    """A restricting clause in the window ("only for orders over 500 units", "who pay annually") that
+    the claim leaves out: the clause's first content word, or most of its first words, are not in the
+    claim. The claim then generalises what the passage restricts."""
+    t = text.lower()
+    for m in _QUALIFIER.finditer(t):
+        rest = t[m.end():]
+        end = _CLAUSE_END.search(rest)
+        words = _content(_words(rest[: end.start()] if end else rest))[:8]
+        if words and (words[0] not in claim_content or sum(w in claim_content for w in words) / len(words) < 0.5):
+            return True
+    return False
+
+
+def _comparator_before(text: str, start: int) -> str | None:
+    m = _COMPARATOR.search(text[max(0, start - 24) : start].lower())
+    return _COMPARATOR_CLASS[m.group(1)] if m else None
+
+
+def _bound_changed(claim: str, window_text: str) -> bool:
+    """A claim quantity the window bounds differently: "up to 12%" cited for "12%", "over 500" for "500"."""
+    window_q = [(q, window_text.find(q.text)) for q in extract_quantities(window_text)]
+    for q in extract_quantities(claim):
+        claim_cmp = _comparator_before(claim, claim.find(q.text))
+        for w, pos in window_q:
+            if w.value == q.value and (q.unit is None or w.unit == q.unit):
+                if pos >= 0 and _comparator_before(window_text, pos) != claim_cmp:
+                    return True
+    return False
+
+
+def _changed_number(claim_quantities: list[Quantity], sentence_quantities: list[Quantity]) -> bool:
+    """The sentence states, in a unit the claim uses, a value the claim does not: a substitution."""
+    claim_values = {(q.value, q.unit) for q in claim_quantities}
+    claim_units = {q.unit for q in claim_quantities}
+    return any((w.value, w.unit) not in claim_values and w.unit in claim_units for w in sentence_quantities)
+
+
+def heuristic_verdict(passage: str, claim: str) -> str:
+    """'yes' | 'partial' | 'no' for one (passage, claim) pair, deterministically and conservatively."""
+    p = _passage(passage)
+    claim = _LEAD_IN.sub("", claim, count=1)
+    claim_words = _words(claim)
+    claim_seq = _content(claim_words)
+    claim_content = set(claim_seq)
+    claim_quantities = extract_quantities(claim)
+    missing = [q for q in claim_quantities if not _present(q, p.all_quantities)]  # missing_quantities, cached
+
+    if not claim_content:  # nothing but numbers and stopwords: too thin to judge, never "yes"
+        return "partial" if claim_quantities and not missing else "no"
+
+    overall = len(claim_content & p.all_content) / len(claim_content)
+    if overall < NO_COVERAGE:
+        return "no"
+
+    start, end, coverage = _window(p, claim_content, claim_quantities)
+    main = end - 1
+    main_text = p.sentences[main]
+    window_text = " ".join(p.sentences[start:end])
+    claim_negated = any(w in NEGATIONS for w in claim_words)
+    missing_here = [q for q in claim_quantities if not _present(q, p.quantities[main])]
+    window_words = [w for ws in p.words[start:end] for w in ws]
+    breaks, links = _chain_breaks(claim_seq, p.seqs[main])
+
+    # Contradiction: the sentence that matches the claim best says the opposite or another number.
+    if coverage >= CONTRADICTION_COVERAGE and (
+        claim_negated != p.negated[main] or (missing_here and _changed_number(claim_quantities, p.quantities[main]))
+    ):
+        return "no"
+    if (
+        coverage >= YES_COVERAGE
+        and len(claim_content) >= MIN_CONTENT
+        and not missing
+        and not missing_here
+        and not _negation_mismatch(claim_words, window_words)
+        and breaks <= links // LINKS_PER_BREAK
+        and not _contrast(p.words[start:end], claim_words)
+        and not _dropped_qualifier(window_text, claim_content)
+        and not _dropped_scope(main_text, claim_content)
+        and not _bound_changed(claim, main_text)
+        and _modals(claim_words) == _modals(p.words[main])
+        and not _dropped_restrictor(window_words, claim_words)
+        and not _unanchored_quantity(claim, main_text)
+    ):
+        return "yes"
+    return "partial"
+
+
+class HeuristicJudge:
+    """The Judge protocol over `heuristic_verdict`: no network, no tokens, deterministic."""
+
+    model = HEURISTIC_MODEL
+
+    def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
+        results: list[JudgeResult] = []
+        total = len(requests)
+        for i, req in enumerate(requests, 1):
+            started = time.perf_counter()
+            try:
+                verdict = heuristic_verdict(req.passage, req.claim)
+                result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
+            except Exception as exc:  # a judge never raises for one bad pair
+                result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
+            result.latency_ms = (time.perf_counter() - started) * 1000.0
+            results.append(result)
+            if progress is not None:
+                progress(i, total)
+        return results

@@ -1,0 +1,90 @@
+"""Hand labels for calibration: JSONL or CSV files with id, claim, passage, label, labeller."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from .normalize import normalize
+
+LABELS = ("yes", "partial", "no")
+FIELDS = ("id", "claim", "passage", "label", "labeller")
+SUFFIXES = (".jsonl", ".csv")
+
+LABEL_SCHEMA = {
+    "label_id": pl.String,
+    "claim": pl.String,
+    "passage": pl.String,
+    "label": pl.String,
+    "labeller": pl.String,
+    "source_file": pl.String,
+    "source_line": pl.Int64,
+}
+REJECT_SCHEMA = {"source_file": pl.String, "line_no": pl.Int64, "reason": pl.String, "detail": pl.String, "raw_line": pl.String}
+
+
+def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(labels, rejects) from a labels file or every *.jsonl / *.csv file of a folder (sorted by name)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: labels file or folder not found")
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
+    labels, rejects, seen = [], [], set()
+    for file in files:
+        for line_no, raw, record in _records(file):
+            problem = _problem(record)
+            if problem is None and record["id"] in seen:
+                problem = ("duplicate_label_id", f"id {record['id']!r} already labelled earlier")
+            if problem is not None:
+                rejects.append({"source_file": file.name, "line_no": line_no, "reason": problem[0], "detail": problem[1], "raw_line": raw})
+                continue
+            seen.add(record["id"])
+            labels.append(
+                {
+                    "label_id": record["id"],
+                    "claim": record["claim"],
+                    "passage": record["passage"],
+                    "label": record["label"].strip().lower(),
+                    "labeller": record["labeller"],
+                    "source_file": file.name,
+                    "source_line": line_no,
+                }
+            )
+    frame = pl.DataFrame(labels, schema=LABEL_SCHEMA).with_columns(
+        claim_normalized=normalize(pl.col("claim")), passage_normalized=normalize(pl.col("passage"))
+    )
+    return frame, pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+
+
+def _records(file: Path):
+    text = file.read_text(encoding="utf-8-sig")
+    if file.suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        for i, row in enumerate(reader, start=2):  # line 1 is the header
+            yield i, ",".join(str(v) for v in row.values()), row
+        return
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            yield i, line, {"__error__": f"invalid JSON: {exc}"}
+            continue
+        yield i, line, record if isinstance(record, dict) else {"__error__": "not a JSON object"}
+
+
+def _problem(record: dict) -> tuple[str, str] | None:
+    if "__error__" in record:
+        return "invalid_line", record["__error__"]
+    for key in FIELDS:
+        value = record.get(key)
+        if not isinstance(value, str) or not value.strip():
+            return "missing_field", f"'{key}' is missing or empty"
+    if record["label"].strip().lower() not in LABELS:
+        return "invalid_label", f"label {record['label']!r} is not one of {', '.join(LABELS)}"
+    return None

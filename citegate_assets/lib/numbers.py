@@ -1,0 +1,218 @@
+"""The deterministic numeric check of the support gate: every quantity a claim states must appear in
+the cited passage, with the same value and (when the claim gives one) the same unit.
+
+The texts are already normalized (`normalize_text`: dashes folded to "-", whitespace collapsed), so
+a hyphen between two numbers is a range separator, never a minus sign. Signs are ignored.
+
+What counts as a quantity
+- Integers, years and decimals: "7", "2026", "12.5", ".5". Values are canonical decimal strings:
+  no thousands separators, no leading zeros, no trailing zeros after the point ("12.50" -> "12.5",
+  "0042" -> "42", "3.0" -> "3").
+- Thousands separators: "1,200" and "1,200.50" (comma groups of exactly three digits).
+- Percentages: "12%", "12 %", "12 percent", "12 per cent" all have unit "%".
+- Currency: prefixes "$", "US$", "USD", "€", "EUR", "£", "GBP" (with or without a space) and
+  suffixes "USD", "EUR", "GBP", "dollar(s)", "US dollar(s)", "euro(s)", "pound(s) sterling" give
+  the units "USD", "EUR", "GBP". A bare "pounds" gets no unit (it may be a weight).
+- Multipliers: "thousand", "million", "billion", "k", "mn", "bn" (and "M" glued to a currency
+  amount, "$5M") scale the value: "$1.2 million" -> "1200000" USD, "5k" -> "5000".
+- Ranges: "3-5", "3 - 5", "3 to 5", "between 3 and 5", "$10-$20", "10-20 seats" give both ends as
+  separate quantities. A unit or multiplier written on one end only is shared by both ("10-20%" ->
+  10 % and 20 %; "$10-20" -> 10 USD and 20 USD; "1-2 million" -> 1000000 and 2000000). Each end's
+  `text` is the whole range as written.
+- ISO dates "2026-03-15" give three plain numbers (2026, 3, 15), not a range. Month names are words,
+  so "March 15, 2026" gives only 15 and 2026: a claim dated "2026-03-15" checked against a passage
+  saying "March 15, 2026" reports "3" missing. Deliberately conservative: never a false pass.
+- Version strings with two or more dots ("4.2.1") are one quantity whose value keeps its dots.
+- Times "11:07" give 11 and 7.
+
+What does not count
+- Number words ("three", "a dozen") are out of scope: neither extracted nor matched.
+- Digits that belong to an identifier are ignored: digits preceded by a letter, a digit, '#', '_',
+  or by a hyphen that follows a letter ("kb-0042#c3", "NW-200", "AES-256", "Q3", "ISO27001"), and
+  digits followed directly by '#', '_' or letters ("2FA", "3c", "0042#c3"), except ordinal suffixes
+  ("1st", "3rd"), the multipliers above and short unit abbreviations ("10TB", "24h", "500ms", "5x",
+  "1990s", "9am"), which keep the number. Such identifiers are still compared as words by the
+  heuristic judge's lexical check.
+
+A claim quantity is present in the passage when the passage has a quantity with the same value and
+the same unit; a claim quantity without a unit is present when the passage has that value with any
+unit (or none). A claim quantity with a unit is NOT matched by a bare number in the passage.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Quantity", "extract_quantities", "missing_quantities"]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: str  # canonical decimal string: "1200", "12.5", "0.5"
+    unit: str | None  # "%", "USD", "EUR", "GBP", or None
+    text: str  # as written (for a range end: the whole range)
+
+
+# One amount: optional currency prefix, a number, an optional multiplier, an optional unit suffix.
+_AMOUNT = re.compile(
+    r"(?P<pre>(?:US\$|\$|€|£|USD|EUR|GBP) ?)?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)+|\d+|\.\d+)"
+    r"(?P<mult> ?(?i:thousand|million|billion|mn|bn)(?![A-Za-z0-9])|[kK](?![A-Za-z0-9])|M(?![A-Za-z0-9]))?"
+    r"(?P<suf> ?%| ?(?i:percent|per ?cent)(?![A-Za-z])| ?(?:USD|EUR|GBP)(?![A-Za-z])"
+    r"| (?i:(?:us )?dollars?|euros?|pounds? sterling)(?![A-Za-z]))?"
+)
+_ISO_DATE = re.compile(r"(?<![A-Za-z0-9#_.\-])(\d{4})-(\d{2})-(\d{2})(?![A-Za-z0-9#_\-]|\.\d)")
+_ANY_DIGIT = re.compile(r"\d")
+_RANGE_SEP = re.compile(r" ?- ?| to | and ", re.IGNORECASE)
+# Letters allowed right after the digits without making the token an identifier.
+_GLUED_OK = re.compile(
+    r"(?i:st|nd|rd|th|tb|gb|mb|kb|pb|ms|s|h|hr|hrs|min|mins|x|d|y|yr|yrs|am|pm)(?![A-Za-z0-9])"
+)
+_EXPONENTS = {"thousand": 3, "k": 3, "million": 6, "m": 6, "mn": 6, "billion": 9, "bn": 9}
+_UNITS = {
+    "%": "%", "percent": "%", "per cent": "%",
+    "$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD", "us dollar": "USD",
+    "us dollars": "USD",
+    "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR",
+    "£": "GBP", "gbp": "GBP", "pound sterling": "GBP", "pounds sterling": "GBP",
+}
+
+
+@dataclass
+class _Amount:
+    start: int
+    end: int
+    number: str
+    exponent: int | None  # None: no multiplier written
+    unit: str | None
+
+
+def _canonical(number: str, exponent: int = 0) -> str:
+    """'1,200.50' -> '1200.5'; '0042' -> '42'; '.5' -> '0.5'; scaled by 10**exponent."""
+    digits = number.replace(",", "")
+    if digits.count(".") > 1:  # a version string: keep its dots, strip leading zeros per part
+        return ".".join(part.lstrip("0") or "0" for part in digits.split("."))
+    whole, _, frac = digits.partition(".")
+    if exponent:
+        frac = frac.ljust(exponent, "0")
+        whole, frac = whole + frac[:exponent], frac[exponent:]
+    whole = whole.lstrip("0") or "0"
+    frac = frac.rstrip("0")
+    return f"{whole}.{frac}" if frac else whole
+
+
+def _glued_before(text: str, start: int) -> bool:
+    """The token starting at `start` continues an identifier: 'c3', '#3', 'NW-200', 'v1.2'."""
+    if start == 0:
+        return False
+    before = text[start - 1]
+    if before.isalnum() or before in "#_":
+        return True
+    if before in ".-" and start >= 2 and (text[start - 2].isalnum() or text[start - 2] in "#_"):
+        # 'NW-200', 'kb-0042', 'v1.2' (a digit before a hyphen is a range, handled by the caller
+        # because ranges are matched from their first end)
+        return before == "." or not text[start - 2].isdigit()
+    return False
+
+
+def _glued_after(text: str, end: int) -> bool:
+    """The token ending at `end` continues into an identifier: '2FA', '3c', '0042#c3', '12_b'."""
+    if end >= len(text):
+        return False
+    after = text[end]
+    if after in "#_" or after.isdigit():
+        return True
+    if after.isalpha():
+        return _GLUED_OK.match(text, end) is None
+    return False
+
+
+def _skip_token(text: str, pos: int) -> int:
+    while pos < len(text) and (text[pos].isalnum() or text[pos] in "#_-."):
+        if text[pos] == "." and not (pos + 1 < len(text) and text[pos + 1].isalnum()):
+            break
+        pos += 1
+    return pos
+
+
+def _amounts(text: str) -> list[_Amount]:
+    found: list[_Amount] = []
+    pos = 0
+    while (m := _AMOUNT.search(text, pos)) is not None:
+        start = m.start()
+        if _glued_before(text, start):
+            pos = _skip_token(text, m.end("num"))
+            continue
+        pre, mult, suf = m.group("pre"), m.group("mult"), m.group("suf")
+        if mult and mult == "M" and not pre:
+            mult, suf = None, None  # "5M" without money: not a multiplier we trust
+        end = m.end("suf") if suf else (m.end("mult") if mult else m.end("num"))
+        if not mult and not suf and _glued_after(text, end):
+            pos = _skip_token(text, end)
+            continue
+        unit = None
+        for part in (pre, suf):
+            if part and unit is None:
+                unit = _UNITS.get(" ".join(part.lower().split()))
+        exponent = _EXPONENTS[mult.strip().lower()] if mult else None
+        found.append(_Amount(start, end, m.group("num"), exponent, unit))
+        pos = max(end, start + 1)
+    return found
+
+
+def extract_quantities(text: str) -> list[Quantity]:
+    """Every quantity in `text`, in order of appearance (a range gives two)."""
+    if _ANY_DIGIT.search(text) is None:
+        return []
+    dates = list(_ISO_DATE.finditer(text))
+    masked = text
+    for d in dates:  # blank the dates out (same length) so their parts are not read as a range
+        masked = masked[: d.start()] + " " * (d.end() - d.start()) + masked[d.end():]
+    items: list[tuple[int, list[Quantity]]] = [
+        (d.start(), [Quantity(_canonical(g), None, d.group(0)) for g in d.groups()]) for d in dates
+    ]
+    amounts = _amounts(masked)
+    i = 0
+    while i < len(amounts):
+        a = amounts[i]
+        b = amounts[i + 1] if i + 1 < len(amounts) else None
+        sep = _RANGE_SEP.fullmatch(masked, a.end, b.start) if b is not None else None
+        if sep is not None and sep.group(0).strip().lower() == "and":
+            if not masked[: a.start].rstrip().lower().endswith("between"):
+                sep = None
+        if b is not None and sep is not None:
+            unit_a = a.unit or b.unit
+            unit_b = b.unit or a.unit
+            exp_a = a.exponent if a.exponent is not None else (b.exponent or 0)
+            exp_b = b.exponent if b.exponent is not None else (a.exponent or 0)
+            written = text[a.start : b.end]
+            items.append((a.start, [Quantity(_canonical(a.number, exp_a), unit_a, written),
+                                    Quantity(_canonical(b.number, exp_b), unit_b, written)]))
+            i += 2
+            continue
+        items.append((a.start, [Quantity(_canonical(a.number, a.exponent or 0), a.unit, text[a.start : a.end])]))
+        i += 1
+    items.sort(key=lambda item: item[0])
+    return [q for _, qs in items for q in qs]
+
+
+def _present(q: Quantity, passage: list[Quantity]) -> bool:
+    if q.unit is None:
+        return any(p.value == q.value for p in passage)
+    return any(p.value == q.value and p.unit == q.unit for p in passage)
+
+
+def missing_quantities(claim: str, passage: str) -> list[Quantity]:
+    """The claim's quantities that do not appear in the passage (same value, same unit; a claim
+    quantity without a unit matches that value with any unit). Each (value, unit) is reported once."""
+    have = extract_quantities(passage)
+    missing: list[Quantity] = []
+    seen: set[tuple[str, str | None]] = set()
+    for q in extract_quantities(claim):
+        if (q.value, q.unit) in seen:
+            continue
+        seen.add((q.value, q.unit))
+        if not _present(q, have):
+            missing.append(q)
+    return missing

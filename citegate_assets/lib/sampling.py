@@ -1,0 +1,39 @@
+"""The support sample (SPEC section 5): high stakes → all, low → a stable hash sample, off → none.
+
+The sample key is 52 bits of sha256 over the citation id, computed in SQL for the whole day at once;
+`sample_key` is the same function in Python, so anyone can recompute why a citation was picked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from .config import Config
+from .warehouse import run_script
+
+SALT = "citegate-sample-v1:"
+
+
+def sample_key(citation_id: str) -> float:
+    return int(hashlib.sha256((SALT + citation_id).encode()).hexdigest()[:13], 16) / 2**52
+
+
+def policies_frame(config: Config) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"surface": name, "stakes": p.stakes, "sample_rate": float(p.sample_rate)} for name, p in config.surfaces.items()]
+    )
+
+
+def select_sample(con: duckdb.DuckDBPyConnection, start: date, end: date, config: Config) -> None:
+    """Replace support_sample for [start, end) in the caller's transaction."""
+    params = {"start": start, "end": end}
+    con.register("surface_policies", policies_frame(config).to_arrow())
+    try:
+        run_script(con, "support/delete_sample", params)
+        run_script(con, "support/support_sample", {**params, "salt": SALT})
+    finally:
+        con.unregister("surface_policies")

@@ -1,0 +1,13 @@
+-- Support verdicts per surface over everything judged so far.
+select surface, judge_model,
+       count(*) as judged,
+       count(*) filter (where verdict = 'yes') as yes,
+       count(*) filter (where verdict = 'partial') as partial,
+       count(*) filter (where verdict = 'no') as no,
+       count(*) filter (where verdict = 'unparseable') as unparseable,
+       count(*) filter (where verdict = 'error') as error,
+       count(*) filter (where not numeric_ok) as numeric_mismatch,
+       count(*) filter (where support_pass) as pass,
+       count(*) filter (where cache_hit) as cache_hits
+from support_verdicts
+group by all order by surface

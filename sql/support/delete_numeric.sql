@@ -1,0 +1,1 @@
+delete from numeric_checks where day >= $start and day < $end

@@ -1,0 +1,1 @@
+delete from support_sample where day >= $start and day < $end

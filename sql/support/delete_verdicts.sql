@@ -1,0 +1,1 @@
+delete from support_verdicts where day >= $start and day < $end

@@ -1,0 +1,83 @@
+"""The judge cache: a pair judged once is never judged again; an error is never cached."""
+
+from contextlib import contextmanager
+
+import polars as pl
+
+from citegate_assets.lib.judge.base import JudgeResult
+from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.warehouse import connect, ensure_schema
+
+
+class CountingJudge:
+    """A test double for the judge's answers only (the transport is tested against a real server elsewhere)."""
+
+    def __init__(self, model="judge-x", fail=()):
+        self.model = model
+        self.calls: list[str] = []
+        self.fail = set(fail)
+
+    def judge(self, requests, progress=None):
+        out = []
+        for r in requests:
+            self.calls.append(r.claim)
+            if r.claim in self.fail:
+                out.append(JudgeResult(r.key, "error", "500 after 6 attempts", attempts=6))
+            else:
+                out.append(JudgeResult(r.key, "yes" if "good" in r.claim else "no", "Yes." if "good" in r.claim else "no", 40, 1, 12.0))
+        return out
+
+
+def items(*claims):
+    return pl.DataFrame({"item_id": [f"i{n}" for n in range(len(claims))], "passage": ["P"] * len(claims), "claim": list(claims)})
+
+
+def make_connect(path):
+    @contextmanager
+    def _connect():
+        with connect(path) as con:
+            ensure_schema(con)
+            yield con
+
+    return _connect
+
+
+def test_second_run_makes_no_call(tmp_path):
+    c, judge = make_connect(tmp_path / "w.duckdb"), CountingJudge()
+    first, facts1 = judge_items(c, items("good one", "bad one"), judge, {"judge-x": {"input": 1.0, "output": 2.0}})
+    second, facts2 = judge_items(c, items("good one", "bad one"), judge, {})
+    assert judge.calls == ["good one", "bad one"]
+    assert facts1["judge_calls"] == 2 and facts2["judge_calls"] == 0
+    assert first["verdict"].to_list() == second["verdict"].to_list() == ["yes", "no"]
+    assert first["cache_hit"].to_list() == [False, False] and second["cache_hit"].to_list() == [True, True]
+    assert first["raw_answer"].to_list() == ["Yes.", "no"]
+    assert first["cost_usd"].to_list() == [(40 * 1.0 + 1 * 2.0) / 1e6] * 2
+    assert second["attempts"].to_list() == [0, 0]
+
+
+def test_same_pair_twice_in_one_run_is_one_call(tmp_path):
+    judge = CountingJudge()
+    result, facts = judge_items(make_connect(tmp_path / "w.duckdb"), items("good", "good"), judge, {})
+    assert judge.calls == ["good"] and facts["judge_calls"] == 1
+    assert result["cache_hit"].to_list() == [False, True]
+
+
+def test_errors_are_not_cached_and_retried_next_run(tmp_path):
+    c = make_connect(tmp_path / "w.duckdb")
+    judge = CountingJudge(fail={"flaky"})
+    result, facts = judge_items(c, items("flaky", "good"), judge, {})
+    assert result["verdict"].to_list() == ["error", "yes"] and facts["errors"] == 1
+    with c() as con:
+        assert con.sql("select verdict from judge_cache").fetchall() == [("yes",)]
+    judge.fail.clear()
+    result, facts = judge_items(c, items("flaky", "good"), judge, {})
+    assert judge.calls == ["flaky", "good", "flaky"]
+    assert result["verdict"].to_list() == ["no", "yes"]
+
+
+def test_cache_is_keyed_by_judge_model(tmp_path):
+    c = make_connect(tmp_path / "w.duckdb")
+    a, b = CountingJudge("model-a"), CountingJudge("model-b")
+    judge_items(c, items("good"), a, {})
+    judge_items(c, items("good"), b, {})
+    assert len(a.calls) == len(b.calls) == 1

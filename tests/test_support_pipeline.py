@@ -1,0 +1,149 @@
+"""The support gate end to end: the nightly job judges through a real OpenAI-compatible server on
+127.0.0.1 (the real openai client, real HTTP), caches, records, and calibrates on hand labels."""
+
+import json
+from datetime import date
+
+import pytest
+
+from citegate_assets.lib.judge.prompt import render_prompt
+from citegate_assets.lib.warehouse import connect
+from citegate_assets.pipeline import RunPlan, run_calibration, run_range
+
+from .helpers import PROFILE_ENCODINGS, scenario_record, write_jsonl
+from .judge_server import Reply, ScriptedJudgeServer
+
+PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 2))
+
+
+def _answer(request: dict, index: int) -> Reply:
+    content = request["messages"][0]["content"]
+    claim = content.split("CLAIM:\n", 1)[1].split("\n\nDoes the PASSAGE", 1)[0]
+    if "flaky" in claim:
+        return Reply(status=503)
+    if claim == "Statement A.":
+        return Reply("Yes.")
+    return Reply("partial, mostly")  # unparseable: must never pass
+
+
+@pytest.fixture
+def setup(tmp_path, landing, dagster_home, monkeypatch):
+    records = [
+        scenario_record(t, e, request_id=f"r{i}", logged_at="2026-11-02T10:00:00Z") for i, (t, e) in enumerate(PROFILE_ENCODINGS)
+    ]
+    for r in records:
+        for i, c in enumerate(r["citations"]):
+            c["claim"] = f"Statement {'ABCDEFGH'[i]}."
+    records[0]["citations"][0]["claim"] = "A flaky claim."
+    write_jsonl(landing / "a.jsonl", records)
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    write_jsonl(
+        labels / "l.jsonl",
+        [{"id": f"l{i}", "claim": f"Statement {'ABC'[i % 3]}.", "passage": f"Passage {i}.", "label": ("yes", "no", "partial")[i % 3], "labeller": "t"} for i in range(9)],
+    )
+    config = tmp_path / "citegate.toml"
+    config.write_text(
+        "[surfaces.default]\nstakes = 'high'\ntemplate = 'plain-list'\n"
+        "[judge]\nmax_retries = 1\nbackoff_base_s = 0.01\ntimeout_s = 5\nbreaker_threshold = 50\n"
+        "[judge.prices.judge-test]\ninput = 1.0\noutput = 2.0\n"
+        "[calibration]\nlabels = 'labels'\n"
+    )
+    server = ScriptedJudgeServer(_answer).start()
+    monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-test")
+    monkeypatch.setenv("CITEGATE_JUDGE_API_KEY", "sk-test-not-logged")
+    yield tmp_path / "w.duckdb", landing, config, server
+    server.stop()
+
+
+def test_judges_only_passing_citations_through_the_server(setup):
+    warehouse, landing, config, server = setup
+    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+    with connect(warehouse, read_only=True) as con:
+        ok = con.sql("select count(*) from provenance_results where reason = 'ok'").fetchall()[0][0]
+        verdicts = con.sql("select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit from support_verdicts order by 1").fetchall()
+        passages = dict(con.sql(
+            "select c.claim_normalized, substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) "
+            "from provenance_results r join citations c on c.citation_id = r.citation_id join prompts p on p.request_id = r.request_id "
+            "join prompt_sections s on s.request_id = r.request_id and s.chunk_id = r.chunk_id where r.reason = 'ok'"
+        ).fetchall())
+    assert len(verdicts) == ok == 2 * len(PROFILE_ENCODINGS)
+    by_id = {v[0]: v for v in verdicts}
+    assert by_id["r1#0"][1:5] == ("yes", "Yes.", True, "judge-test")
+    assert by_id["r1#7"][1:4] == ("unparseable", "partial, mostly", False)  # kept raw, never a pass
+    assert by_id["r0#0"][1] == "error" and "503" in by_id["r0#0"][2]
+    # what the server received: one user message, the seed's template, this passage and this claim only
+    citation_requests = [b for b in server.requests if "PASSAGE:\nPassage " not in b["messages"][0]["content"]]
+    assert len(citation_requests) >= 3
+    for body in server.requests:
+        assert body["temperature"] == 0 and body["max_tokens"] == 5 and body["model"] == "judge-test"
+        [message] = body["messages"]
+        assert message["role"] == "user"
+    for body in citation_requests:
+        content = body["messages"][0]["content"]
+        claim = content.split("CLAIM:\n", 1)[1].split("\n\nDoes the PASSAGE", 1)[0]
+        assert content == render_prompt(passages[claim], claim)
+        assert "Question" not in content and "kb-4#c1" not in content
+
+
+def test_second_run_makes_no_call_except_for_errors(setup):
+    warehouse, landing, config, server = setup
+    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+    first_calls = len(server.requests)
+    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+    retried = server.requests[first_calls:]
+    assert len(retried) == 2  # only the error pair, once plus one retry
+    assert all("A flaky claim." in r["messages"][0]["content"] for r in retried)
+    with connect(warehouse, read_only=True) as con:
+        assert con.sql("select count(*) from support_verdicts where cache_hit").fetchall()[0][0] >= 2 * len(PROFILE_ENCODINGS) - 2
+        assert con.sql("select count(*) from judge_cache where verdict = 'error'").fetchall() == [(0,)]
+        [(cost,)] = con.sql("select sum(cost_usd) from support_verdicts where not cache_hit or cache_hit").fetchall()
+        assert cost > 0
+
+
+def test_calibration_through_the_same_server_and_cache(setup, capsys):
+    warehouse, landing, config, server = setup
+    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+    result = run_calibration(warehouse=warehouse, config_file=config, labels=None)
+    assert result.success
+    with connect(warehouse, read_only=True) as con:
+        rows = {r[0]: r[1:] for r in con.sql("select scope, negatives, false_passes, calibrated from judge_calibration").fetchall()}
+        matrix = con.sql("select human_label, judge_verdict, n from judge_calibration_confusion order by 1, 2").fetchall()
+        status = con.sql("select surface, status from support_gate_status").fetchall()
+    # label i has claim "Statement A|B|C" → judge "yes" for A (i % 3 == 0, all human "yes")
+    assert matrix == [("no", "unparseable", 3), ("partial", "unparseable", 3), ("yes", "yes", 3)]
+    assert rows["no_or_partial"] == (6, 0, False)  # no false pass, but 6 negatives are too few
+    assert status == [("test-surface", "uncalibrated")]
+    calls = len(server.requests)
+    assert run_calibration(warehouse=warehouse, config_file=config, labels=None).success
+    assert len(server.requests) == calls  # cached
+
+
+def test_api_key_never_in_the_warehouse_or_metadata(setup):
+    warehouse, landing, config, server = setup
+    result = run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config)
+    with connect(warehouse, read_only=True) as con:
+        dump = json.dumps(con.sql("select * from support_verdicts").fetchall(), default=str)
+    assert "sk-test-not-logged" not in dump
+    for event in result.get_asset_materialization_events():
+        assert "sk-test-not-logged" not in str(event.materialization.metadata)
+    assert server.request_headers[0].get("authorization", server.request_headers[0].get("Authorization")) == "Bearer sk-test-not-logged"
+
+
+def test_server_going_away_mid_run_leaves_error_rows_and_a_finished_run(setup):
+    warehouse, landing, config, server = setup
+
+    def answer_then_die(request, index):
+        if index == 2:
+            server.stop()  # later calls meet a closed port
+        return Reply("yes")
+
+    server.answer = answer_then_die
+    result = run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config)
+    assert result.success
+    with connect(warehouse, read_only=True) as con:
+        verdicts = dict(con.sql("select verdict, count(*) from support_verdicts group by 1").fetchall())
+        cached = dict(con.sql("select verdict, count(*) from judge_cache group by 1").fetchall())
+    assert verdicts.get("error", 0) > 0 and sum(verdicts.values()) == 2 * len(PROFILE_ENCODINGS)
+    assert "error" not in cached and sum(cached.values()) <= len(server.requests)  # only answered calls are kept
