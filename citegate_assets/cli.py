@@ -1,6 +1,7 @@
 """The `citegate` command line: demo, gen-logs, run."""
 
 import argparse
+import os
 import sys
 import time
 from datetime import date
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+    except (ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
         print(f"citegate: error: {exc}", file=sys.stderr)
         return 2
 
@@ -67,6 +68,27 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE, help="DuckDB file (default: data/warehouse.duckdb)")
     cal.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
     cal.set_defaults(func=cmd_calibrate)
+
+    queue = sub.add_parser("queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)")
+    queue.add_argument("action", nargs="?", choices=["show"], help="show one entry with the prompt around its span")
+    queue.add_argument("citation_id", nargs="?", help="with `show`: the entry's citation id")
+    queue.add_argument("--reason", default=None, help="only this reason (e.g. span_truncated, support_partial)")
+    queue.add_argument("--surface", default=None, help="only this surface")
+    queue.add_argument("--status", default=None, choices=["open", "accepted", "repaired", "escalated"], help="only entries with this status")
+    queue.add_argument("--limit", type=int, default=3, help="entries shown per reason group (default 3)")
+    queue.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: $CITEGATE_WAREHOUSE or data/warehouse.duckdb)")
+    queue.set_defaults(func=cmd_queue)
+
+    review = sub.add_parser("review", help="record a decision on a queue entry (appends to the reviews log)")
+    review.add_argument("citation_id")
+    review.add_argument("outcome", help="accept (the gate was too strict) | repair (fix the answer) | escalate (fix the cause)")
+    review.add_argument("--cause", default=None, help="escalate: chunking | truncation | ranking | other")
+    review.add_argument("--note", default=None)
+    review.add_argument("--reviewer", default=None, help="default: $CITEGATE_REVIEWER, else your user name")
+    review.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: $CITEGATE_WAREHOUSE or data/warehouse.duckdb)")
+    review.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
+    review.add_argument("--reviews", type=Path, default=None, help="reviews log folder (default: $CITEGATE_REVIEWS, else [queue].reviews)")
+    review.set_defaults(func=cmd_review)
     return p
 
 
@@ -145,14 +167,80 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _warehouse(path: Path | None) -> Path:
+    chosen = path or (Path(os.environ["CITEGATE_WAREHOUSE"]) if os.environ.get("CITEGATE_WAREHOUSE") else DEFAULT_WAREHOUSE)
+    if not chosen.exists():
+        raise FileNotFoundError(f"{chosen}: no warehouse yet (run `make demo` or `citegate run` first)")
+    return chosen
+
+
+def cmd_queue(args) -> int:
+    from citegate_assets.lib.queue_view import render_context, render_entry, render_groups
+    from citegate_assets.lib.warehouse import connect, query
+
+    warehouse = _warehouse(args.warehouse)
+    with connect(warehouse, read_only=True) as con:
+        if args.action == "show":
+            if not args.citation_id:
+                raise ValueError("usage: citegate queue show CITATION_ID")
+            rel = query(con, "review/queue_entry", {"citation_id": args.citation_id})
+            rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+            if not rows:
+                raise ValueError(f"no queue entry {args.citation_id!r}: it passes both gates, or it is not in this warehouse")
+            entry = rows[0]
+            start, end = entry["found_start"], entry["found_end"]
+            where = "where the span was found"
+            if start is None and entry["section_start"] is not None:
+                start, end, where = entry["section_start"], entry["section_end"], "the cited chunk's section (the span is not in it)"
+            elif start is None:
+                start, end, where = entry["context_start"], entry["context_end"], "the context block (the cited chunk is not in it)"
+            print(render_entry(entry, passage_chars=4000))
+            print(f"\n  prompt (normalized), around {where}:")
+            print(render_context(entry["prompt_normalized"], start, end))
+            return 0
+        filters = {"reason": args.reason, "surface": args.surface, "status": args.status}
+        rel = query(con, "review/queue_groups", filters)
+        groups = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+        rel = query(con, "review/queue_entries", {**filters, "limit": max(args.limit, 0)})
+        entries = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    print(render_groups(groups, entries))
+    return 0
+
+
+def cmd_review(args) -> int:
+    from citegate_assets.defs.resources import WarehouseResource
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.reviews import append_review, make_review
+    from citegate_assets.lib.warehouse import connect
+
+    fields = dict(citation_id=args.citation_id, outcome=args.outcome, cause=args.cause, note=args.note, reviewer=args.reviewer)
+    make_review(**fields, queue_reason="-", claim="-", passage=None)  # refuse a bad outcome or cause before anything else
+    config = load_config(args.config)
+    with connect(_warehouse(args.warehouse), read_only=True) as con:
+        rows = con.sql(
+            "select reason, claim, passage, status from citation_queue where citation_id = $id", params={"id": args.citation_id}
+        ).fetchall()
+    if not rows:
+        raise ValueError(f"no queue entry {args.citation_id!r}: see `citegate queue` for the entries (nothing was written)")
+    reason, claim, passage, status = rows[0]
+    review = make_review(**fields, queue_reason=reason, claim=claim, passage=passage)
+    folder = args.reviews or WarehouseResource(config_file=str(args.config) if args.config else "").reviews(config)
+    path = append_review(folder, review)
+    print(
+        f"recorded {review.outcome}{' (' + review.cause + ')' if review.cause else ''} on {review.citation_id} by {review.reviewer} "
+        f"in {path}\nits status ({status} now) follows on the next run: citegate run, or the nightly schedule"
+    )
+    return 0
+
+
 def calibration_report(warehouse: Path) -> str:
     from citegate_assets.lib.reporting import text_table
-    from citegate_assets.lib.warehouse import connect, load_sql
+    from citegate_assets.lib.warehouse import connect, query
 
     with connect(warehouse, read_only=True) as con:
-        cal = con.sql(load_sql("report/calibration")).pl()
-        matrix = con.sql(load_sql("report/confusion")).pl()
-        gates = con.sql(load_sql("report/gate_status")).pl()
+        cal = query(con, "report/calibration").pl()
+        matrix = query(con, "report/confusion").pl()
+        gates = query(con, "report/gate_status").pl()
     return "\n".join(
         [
             "",
@@ -179,13 +267,13 @@ def _print_failure(result) -> None:
 
 def summarize(warehouse: Path) -> str:
     from citegate_assets.lib.reporting import text_table
-    from citegate_assets.lib.warehouse import connect, load_sql
+    from citegate_assets.lib.warehouse import connect, query
 
     with connect(warehouse, read_only=True) as con:
-        ingest = con.sql(load_sql("report/ingest_summary")).pl()
-        provenance = con.sql(load_sql("report/provenance_by_surface")).pl()
-        rejects = con.sql(load_sql("report/reject_reasons")).pl()
-        support = con.sql(load_sql("report/support_by_surface")).pl()
+        ingest = query(con, "report/ingest_summary").pl()
+        provenance = query(con, "report/provenance_by_surface").pl()
+        rejects = query(con, "report/reject_reasons").pl()
+        support = query(con, "report/support_by_surface").pl()
     return "\n".join(
         [
             "",
@@ -208,6 +296,7 @@ def _next_steps(warehouse: Path) -> str:
     return f"""
 Next:
   make ui                      # Dagster UI on http://127.0.0.1:3000: assets by stage, lineage, the nightly schedule
+  .venv/bin/citegate queue     # the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`
   make test                    # the test suite
   .venv/bin/python -c "import duckdb; print(duckdb.connect('{warehouse}', read_only=True).sql(open('sql/examples/failures_by_reason.sql').read()))"
   README.md                    # the log format, the profiles, every table and more example queries

@@ -245,3 +245,81 @@ create table if not exists support_gate_status (
     negatives integer,
     computed_at timestamptz not null
 );
+
+create table if not exists best_evidence (
+    citation_id varchar not null,        -- every citation that fails support (verdict or numeric check)
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    cited_verdict varchar,               -- the judge on the cited passage (null: not judged)
+    cited_numeric_ok boolean not null,
+    assessed boolean not null,           -- false when the surface's stakes are off (no judge by policy)
+    cause varchar,                       -- generation | ranking_or_chunking | no_evidence (null: not assessed)
+    better_chunk_id varchar,             -- the other passage that supports the claim, if any
+    better_verdict varchar,
+    candidates struct(chunk_id varchar, coverage double, verdict varchar, numeric_ok boolean)[],
+    computed_at timestamptz not null
+);
+
+create table if not exists review_outcomes (
+    review_id varchar not null,
+    citation_id varchar not null,
+    outcome varchar not null,            -- accept | repair | escalate
+    cause varchar,                       -- escalate: chunking | truncation | ranking | other
+    note varchar,
+    reviewer varchar not null,
+    reviewed_at timestamptz not null,
+    queue_reason varchar not null,       -- the entry's reason when it was reviewed
+    claim varchar not null,
+    passage varchar,
+    source_file varchar not null,
+    source_line bigint not null,
+    is_latest boolean not null           -- the decision in force for its citation; earlier ones are kept
+);
+
+create table if not exists review_rejects (
+    source_file varchar not null,
+    line_no bigint not null,
+    error varchar not null,
+    raw_line varchar,
+    recorded_at timestamptz not null
+);
+
+create table if not exists citation_queue (
+    citation_id varchar not null,        -- one row per citation that fails either gate
+    request_id varchar not null,
+    day date not null,
+    surface varchar not null,
+    reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable, numeric_mismatch
+    gate varchar not null,               -- provenance | support
+    owner varchar not null,
+    claim varchar not null,
+    chunk_id varchar not null,
+    span varchar not null,
+    passage varchar,                     -- the cited chunk's text as it reached the prompt (or as retrieved, if it never did)
+    passage_source varchar,              -- prompt | retrieved | none
+    provenance_verdict varchar not null,
+    provenance_reason varchar not null,
+    chunk_share_in_prompt double,
+    support_verdict varchar,             -- null when not judged
+    judge_raw_answer varchar,
+    judge_model varchar,
+    numeric_ok boolean,                  -- null when provenance failed (not checked)
+    missing_quantities varchar[],
+    best_evidence_cause varchar,
+    better_chunk_id varchar,
+    prompt_sha256 varchar not null,      -- the pointer to the logged prompt:
+    source_file varchar not null,        --   file and line of the log record
+    source_line bigint not null,
+    found_start integer,                 --   where the span was found in prompt_normalized
+    found_end integer,
+    section_start integer,               --   the cited section's body, when it is in the prompt
+    section_end integer,
+    context_start integer,
+    context_end integer,
+    status varchar not null,             -- open | accepted | repaired | escalated
+    escalation_cause varchar,
+    reviewed_by varchar,
+    reviewed_at timestamptz,
+    queued_at timestamptz not null
+);

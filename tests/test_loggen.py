@@ -142,7 +142,7 @@ def test_deterministic_bytes(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
         assert read_lines(tmp_path / "a" / name) == read_lines(tmp_path / "b" / name)
     assert (tmp_path / "a.truth.jsonl").read_bytes() == (tmp_path / "b.truth.jsonl").read_bytes()
-    c = generate_logs(tmp_path / "c", seed=4, days=5, requests_per_day=25)
+    generate_logs(tmp_path / "c", seed=4, days=5, requests_per_day=25)
     assert (tmp_path / "c" / a["files"][0]).read_bytes() != (tmp_path / "a" / a["files"][0]).read_bytes()
 
 

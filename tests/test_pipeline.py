@@ -1,6 +1,5 @@
 """End to end through Dagster: the nightly job over a partition range into a temporary DuckDB file."""
 
-import json
 from datetime import date
 
 import dagster as dg

@@ -7,21 +7,29 @@ import polars as pl
 
 from citegate_assets.lib.calibration import confusion, false_pass_summary, gate_status
 from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
-from citegate_assets.lib.labels import read_labels
+from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import load_sql, run_script, transaction
+from citegate_assets.lib.warehouse import query, run_script, transaction
 
 from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
 
 
-@dg.asset(group_name="support", kinds={"duckdb"}, pool=DUCKDB_POOL)
+@dg.asset(group_name="support", kinds={"duckdb"}, deps=["review_outcomes"], pool=DUCKDB_POOL)
 def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """Hand-labelled (claim, passage) pairs from the labels folder; bad rows go to label_rejects."""
+    """Hand-labelled (claim, passage) pairs: the labels folder plus reviewers' accepts (label yes); bad rows go to label_rejects."""
     config = warehouse.config()
     path = warehouse.labels(config)
-    labels, rejects = read_labels(path)
+    if path.exists():
+        labels, rejects = read_labels(path)
+    else:  # no labels yet: every support gate is reported uncalibrated, the nightly run goes on
+        context.log.warning(f"{path}: no hand labels found; support gates stay uncalibrated")
+        labels, rejects = read_labels_empty()
     now = datetime.now(timezone.utc)
+    with warehouse.connect() as con:
+        accepted = query(con, "support/accepted_reviews").pl()
+    if accepted.height:
+        labels = pl.concat([labels, accepted.select(labels.columns)])
     with warehouse.connect() as con, transaction(con):
         con.register("new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())
         con.register("new_label_rejects", rejects.with_columns(rejected_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())

@@ -5,7 +5,7 @@ import polars as pl
 
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.warehouse import load_sql
+from citegate_assets.lib.warehouse import query
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, WarehouseResource
@@ -60,14 +60,14 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     with warehouse.connect() as con:
         summary = ingest_landing(con, landing, config, progress=progress)
         counts = dict(
-            con.sql(load_sql("ingest/partition_counts"), params={"start": start, "end": end}).fetchall()
+            query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall()
         )
-        reject_reasons = con.sql(load_sql("ingest/reject_reasons"), params={"start": start, "end": end}).pl()
+        reject_reasons = query(con, "ingest/reject_reasons", {"start": start, "end": end}).pl()
         unbalanced = con.sql(
             "select file_name, lines_read, records_ingested, records_rejected from ingested_files "
             "where lines_read <> records_ingested + records_rejected"
         ).pl()
-        preview = con.sql(load_sql("ingest/prompts_preview"), params={"start": start, "end": end}).pl()
+        preview = query(con, "ingest/prompts_preview", {"start": start, "end": end}).pl()
     outside = sorted(d.isoformat() for d in summary.days if not start <= d < end)
     run_facts = {
         "files_read_this_run": summary.files_read,

@@ -4,7 +4,7 @@ import dagster as dg
 
 from citegate_assets.lib.provenance import check_provenance
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.warehouse import load_sql
+from citegate_assets.lib.warehouse import query
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, WarehouseResource
@@ -34,10 +34,10 @@ def provenance_results(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         n = check_provenance(con, start, end)
-        by_reason = con.sql(load_sql("provenance/reasons_by_surface"), params=params).pl()
-        [(missing, duplicated, orphaned)] = con.sql(load_sql("provenance/coverage"), params=params).fetchall()
-        preview = con.sql(load_sql("provenance/preview"), params=params).pl()
-        by_day = dict(con.sql(load_sql("provenance/rows_by_day"), params=params).fetchall())
+        by_reason = query(con, "provenance/reasons_by_surface", params).pl()
+        [(missing, duplicated, orphaned)] = query(con, "provenance/coverage", params).fetchall()
+        preview = query(con, "provenance/preview", params).pl()
+        by_day = dict(query(con, "provenance/rows_by_day", params).fetchall())
     context.log.info(f"provenance: {n:,} citations checked for {start} .. {end}")
     return dg.MaterializeResult(
         metadata={

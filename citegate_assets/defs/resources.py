@@ -32,6 +32,15 @@ class WarehouseResource(dg.ConfigurableResource):
     landing_folder: str = ""
     config_file: str = ""
     labels_path: str = ""
+    reviews_path: str = ""
+
+    def reviews(self, config: Config) -> Path:
+        """The reviews log folder: this field, else CITEGATE_REVIEWS, else [queue].reviews beside the config file."""
+        chosen = self.reviews_path or os.environ.get("CITEGATE_REVIEWS")
+        if chosen:
+            return Path(chosen).resolve()
+        base = Path(config.path).resolve().parent if config.path else PROJECT_ROOT
+        return base / config.queue.reviews
 
     def labels(self, config: Config) -> Path:
         """Hand labels: this field, else CITEGATE_LABELS, else [calibration].labels beside the config file."""

@@ -9,7 +9,7 @@ from citegate_assets.lib.numbers import extract_quantities, missing_quantities
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import load_sql, run_script, transaction
+from citegate_assets.lib.warehouse import query, run_script, transaction
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
@@ -29,7 +29,7 @@ def support_sample(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     with warehouse.connect() as con:
         with transaction(con):
             select_sample(con, start, end, warehouse.config())
-        why = con.sql(load_sql("support/sample_summary"), params=params).pl()
+        why = query(con, "support/sample_summary", params).pl()
     total = int(why["citations"].sum()) if why.height else 0
     return dg.MaterializeResult(
         metadata={**row_count_metadata(start, end, total), "by_surface": dg.MetadataValue.md(markdown_table(why, 40))}
@@ -42,7 +42,7 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     start, end = partition_days(context)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = con.sql(load_sql("support/passages"), params=params).pl()
+        rows = query(con, "support/passages", params).pl()
     claims, passages = rows["claim"].to_list(), rows["passage"].to_list()
     found = [[_canonical(q) for q in extract_quantities(c)] for c in claims]
     missing = [[_canonical(q) for q in missing_quantities(c, p)] for c, p in zip(claims, passages)]
@@ -80,7 +80,7 @@ def support_verdicts(
     the_judge = judge.build(config)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = con.sql(load_sql("support/passages"), params=params).pl().filter(pl.col("selected"))
+        rows = query(con, "support/passages", params).pl().filter(pl.col("selected"))
         numeric = dict(
             con.sql("select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params).fetchall()
         )
@@ -107,7 +107,7 @@ def support_verdicts(
         con.register("new_support_verdicts", verdicts.to_arrow())
         con.execute("insert into support_verdicts by name select * from new_support_verdicts")
         con.unregister("new_support_verdicts")
-        summary = con.sql(load_sql("support/verdicts_by_surface"), params=params).pl()
+        summary = query(con, "support/verdicts_by_surface", params).pl()
     same_model = verdicts.filter(pl.col("judge_is_answer_model")).height
     if same_model:
         context.log.warning(f"{same_model} citations were judged by the model that wrote the answer ({the_judge.model})")

@@ -17,7 +17,7 @@ from .config import Config
 from .containers import PromptDecodeError, decode_prompt
 from .normalize import NORMALIZATION_VERSION, normalize
 from .profiles import BODY, CONTEXT, HEADER, split_prompt
-from .records import Record, Reject
+from .records import Record
 
 
 @dataclass

@@ -52,6 +52,30 @@ class CalibrationConfig:
     min_negatives: int = 30  # ... and rest on at least this many human no/partial labels
 
 
+QUEUE_REASONS = (
+    "fabricated_id",
+    "dropped_before_prompt",
+    "span_truncated",
+    "span_missing",
+    "span_outside_context",
+    "span_in_other_chunk",
+    "context_not_found",
+    "support_partial",
+    "support_no",
+    "judge_unparseable",
+    "numeric_mismatch",
+)
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """[queue]: owners per reason, where reviewers' decisions are logged, best-evidence effort."""
+
+    reviews: str = "data/reviews"  # folder of the append-only reviews log, relative to the config file
+    best_evidence_k: int = 2  # at most this many other passages judged per support failure
+    owners: dict = field(default_factory=dict)  # reason -> owner; a reason without one goes to the surface's owner
+
+
 @dataclass(frozen=True)
 class Config:
     path: str | None
@@ -59,6 +83,11 @@ class Config:
     templates: dict[str, Profile] = field(default_factory=dict)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+    queue: QueueConfig = field(default_factory=QueueConfig)
+
+    def base_dir(self) -> Path:
+        """Relative paths in the file are relative to the file."""
+        return Path(self.path).resolve().parent if self.path else Path.cwd()
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -68,11 +97,12 @@ class Config:
         return self.templates.get(name)
 
 
-_TOP_KEYS = {"surfaces", "templates", "judge", "calibration"}
+_TOP_KEYS = {"surfaces", "templates", "judge", "calibration", "queue"}
+_QUEUE_KEYS = {f.name for f in fields(QueueConfig)}
 _JUDGE_KEYS = {f.name for f in fields(JudgeConfig)}
 _CALIBRATION_KEYS = {f.name for f in fields(CalibrationConfig)}
 _NUMBER_KEYS = {"concurrency", "timeout_s", "max_tokens", "max_retries", "backoff_base_s", "backoff_max_s",
-                "breaker_threshold", "false_pass_threshold", "min_negatives"}
+                "breaker_threshold", "false_pass_threshold", "min_negatives", "best_evidence_k"}
 _SURFACE_KEYS = {f.name for f in fields(SurfacePolicy)} - {"name"}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}
 
@@ -139,7 +169,13 @@ def parse_config(raw: dict, path: str | None) -> Config:
     calibration = CalibrationConfig(**_section(raw, "calibration", _CALIBRATION_KEYS, where))
     if not 0 < calibration.false_pass_threshold < 1:
         raise ConfigError(f"{where}: calibration.false_pass_threshold must be in (0, 1)")
-    return Config(path=path, surfaces=surfaces, templates=templates, judge=judge, calibration=calibration)
+    queue = QueueConfig(**_section(raw, "queue", _QUEUE_KEYS, where))
+    for reason, owner in queue.owners.items():
+        if reason not in QUEUE_REASONS:
+            raise ConfigError(f"{where}: queue.owners.{reason}: unknown reason (expected one of {', '.join(QUEUE_REASONS)})")
+        if not isinstance(owner, str) or not owner.strip():
+            raise ConfigError(f"{where}: queue.owners.{reason} must be a non-empty string")
+    return Config(path=path, surfaces=surfaces, templates=templates, judge=judge, calibration=calibration, queue=queue)
 
 
 def _section(raw: dict, key: str, allowed: set[str], where: str) -> dict:

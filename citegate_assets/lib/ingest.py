@@ -22,7 +22,7 @@ import polars as pl
 from .batch import build_frames
 from .config import Config
 from .records import Record, Reject, parse_line
-from .warehouse import load_sql, run_script
+from .warehouse import query, run_script
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
 BATCH_LINES = 2000
@@ -273,7 +273,7 @@ def _drop_known_requests(con, items, raw_by_line, name, now):
         keys = pl.DataFrame({"request_id": list({rec.request_id for _, rec in items})})
         con.register("batch_keys", keys.to_arrow())
         try:
-            for rid, sha, source in con.sql(load_sql("ingest/existing_requests")).fetchall():
+            for rid, sha, source in query(con, "ingest/existing_requests").fetchall():
                 seen[rid] = (sha, source)
         finally:
             con.unregister("batch_keys")

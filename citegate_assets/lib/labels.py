@@ -60,6 +60,14 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     return frame, pl.DataFrame(rejects, schema=REJECT_SCHEMA)
 
 
+def read_labels_empty() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The (labels, rejects) of an empty labels folder."""
+    labels = pl.DataFrame(schema=LABEL_SCHEMA).with_columns(
+        claim_normalized=pl.lit(None, dtype=pl.String), passage_normalized=pl.lit(None, dtype=pl.String)
+    )
+    return labels, pl.DataFrame(schema=REJECT_SCHEMA)
+
+
 def _records(file: Path):
     text = file.read_text(encoding="utf-8-sig")
     if file.suffix == ".csv":

@@ -19,7 +19,7 @@ import polars as pl
 from .judge.base import Judge, JudgeRequest, JudgeResult
 from .judge.factory import estimated_cost
 from .judge.prompt import TEMPLATE_VERSION
-from .warehouse import load_sql
+from .warehouse import load_sql, query
 
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 CHUNK = 256
@@ -125,7 +125,7 @@ def _lookup(connect: Connect, keys: pl.DataFrame) -> dict[str, dict]:
     with connect() as con:
         con.register("wanted_keys", keys.to_arrow())
         try:
-            rel = con.sql(load_sql("support/cache_lookup"))
+            rel = query(con, "support/cache_lookup")
             cols = rel.columns
             rows = rel.fetchall()
         finally:

@@ -73,3 +73,10 @@ def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = 
 def _statements(name: str) -> tuple[str, ...]:
     lines = [line for line in load_sql(name).splitlines() if not line.lstrip().startswith("--")]
     return tuple(s.strip() for s in "\n".join(lines).split(";") if s.strip())
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> duckdb.DuckDBPyRelation:
+    """A relation over sql/<name>.sql (one statement), binding the named parameters it uses."""
+    text = load_sql(name)
+    used = {k: v for k, v in (params or {}).items() if f"${k}" in text}
+    return con.sql(text, params=used) if used else con.sql(text)

@@ -1,0 +1,192 @@
+"""Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (SPEC 6-7)."""
+
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from citegate_assets.lib.best_evidence import decide_cause, top_candidates
+from citegate_assets.lib.numbers import missing_quantities
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.reviews import latest_by_citation, read_reviews
+from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.warehouse import query, run_script, transaction
+
+from .partitions import daily_partitions, partition_days, row_count_metadata
+from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
+
+DAILY = dict(group_name="review", partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run())
+UTC = pl.Datetime("us", "UTC")
+
+
+@dg.asset(**DAILY, kinds={"duckdb", "openai"}, deps=["support_verdicts", "numeric_checks"], pool=DUCKDB_POOL)
+def best_evidence(context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource) -> dg.MaterializeResult:
+    """For each support failure: did another passage in the prompt support the claim? generation, ranking_or_chunking or no_evidence."""
+    start, end = partition_days(context)
+    config = warehouse.config()
+    the_judge = judge.build(config)
+    params = {"start": start, "end": end}
+    with warehouse.connect() as con:
+        failures = query(con, "review/support_failures", params).pl()
+        con.register("failures", failures.to_arrow())
+        others = query(con, "review/other_passages").pl()
+        con.unregister("failures")
+    stakes = {name: p.stakes for name, p in config.surfaces.items()}
+    assessed = failures.select(
+        "citation_id", assessed=pl.col("surface").replace_strict(stakes, default=stakes["default"], return_dtype=pl.String) != "off"
+    )
+    best = top_candidates(others.join(assessed.filter("assessed").select("citation_id"), on="citation_id"), int(config.queue.best_evidence_k))
+    verdicts, facts = judge_items(
+        warehouse.connect,
+        best.select(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"), passage="passage", claim="claim"),
+        the_judge,
+        config.judge.prices,
+    )
+    judged = best.with_columns(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id")).join(
+        verdicts.select("item_id", "verdict"), on="item_id", how="left"
+    ).with_columns(
+        numeric_ok=pl.Series([not missing_quantities(c, p) for c, p in zip(best["claim"], best["passage"])], dtype=pl.Boolean)
+    )
+    by_citation: dict[str, list[dict]] = {}
+    for row in judged.select("citation_id", "chunk_id", "coverage", "verdict", "numeric_ok").iter_rows(named=True):
+        by_citation.setdefault(row.pop("citation_id"), []).append(row)
+    rows = []
+    for f, a in zip(failures.iter_rows(named=True), assessed["assessed"].to_list()):
+        cands = by_citation.get(f["citation_id"], [])
+        cause, better, better_verdict = decide_cause(f["cited_verdict"], f["cited_numeric_ok"], cands, a)
+        rows.append(
+            {
+                "citation_id": f["citation_id"],
+                "request_id": f["request_id"],
+                "day": f["day"],
+                "surface": f["surface"],
+                "cited_verdict": f["cited_verdict"],
+                "cited_numeric_ok": f["cited_numeric_ok"],
+                "assessed": a,
+                "cause": cause,
+                "better_chunk_id": better,
+                "better_verdict": better_verdict,
+                "candidates": cands,
+            }
+        )
+    schema = {
+        "citation_id": pl.String, "request_id": pl.String, "day": pl.Date, "surface": pl.String, "cited_verdict": pl.String,
+        "cited_numeric_ok": pl.Boolean, "assessed": pl.Boolean, "cause": pl.String, "better_chunk_id": pl.String,
+        "better_verdict": pl.String,
+        "candidates": pl.List(pl.Struct({"chunk_id": pl.String, "coverage": pl.Float64, "verdict": pl.String, "numeric_ok": pl.Boolean})),
+    }
+    frame = pl.DataFrame(rows, schema=schema).with_columns(computed_at=pl.lit(datetime.now(timezone.utc), dtype=UTC))
+    with warehouse.connect() as con, transaction(con):
+        run_script(con, "review/delete_best_evidence", params)
+        con.register("new_best_evidence", frame.to_arrow())
+        con.execute("insert into best_evidence by name select * from new_best_evidence")
+        con.unregister("new_best_evidence")
+    causes = frame.group_by("surface", "cause").len().sort("surface", "cause")
+    return dg.MaterializeResult(
+        metadata={
+            **row_count_metadata(start, end, frame.height),
+            "extra_judge_calls": facts["judge_calls"],
+            "cache_hits": facts["cache_hits"],
+            "causes": dg.MetadataValue.md(markdown_table(causes, 40)),
+        }
+    )
+
+
+@dg.asset(group_name="review", kinds={"duckdb"}, pool=DUCKDB_POOL)
+def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Reviewers' decisions from the append-only reviews log; a later decision on an entry supersedes, both are kept."""
+    config = warehouse.config()
+    folder = warehouse.reviews(config)
+    lines = read_reviews(folder)
+    latest = {r.review_id for r in latest_by_citation(lines).values()}
+    good = [ln for ln in lines if ln.review is not None]
+    outcomes = pl.DataFrame(
+        [
+            {
+                **{k: getattr(ln.review, k) for k in ("review_id", "citation_id", "outcome", "cause", "note", "reviewer", "queue_reason", "claim", "passage")},
+                "reviewed_at": datetime.fromisoformat(ln.review.reviewed_at),
+                "source_file": ln.file,
+                "source_line": ln.line_no,
+                "is_latest": ln.review.review_id in latest,
+            }
+            for ln in good
+        ],
+        schema={
+            "review_id": pl.String, "citation_id": pl.String, "outcome": pl.String, "cause": pl.String, "note": pl.String,
+            "reviewer": pl.String, "queue_reason": pl.String, "claim": pl.String, "passage": pl.String,
+            "reviewed_at": UTC, "source_file": pl.String, "source_line": pl.Int64, "is_latest": pl.Boolean,
+        },
+    ).unique("review_id", keep="first", maintain_order=True)
+    now = datetime.now(timezone.utc)
+    rejects = pl.DataFrame(
+        [{"source_file": ln.file, "line_no": ln.line_no, "error": ln.error, "raw_line": ln.raw, "recorded_at": now} for ln in lines if ln.review is None],
+        schema={"source_file": pl.String, "line_no": pl.Int64, "error": pl.String, "raw_line": pl.String, "recorded_at": UTC},
+    )
+    with warehouse.connect() as con, transaction(con):
+        # the log is the source of truth and is only ever appended to: rebuilding from it is idempotent
+        con.execute("delete from review_outcomes")
+        con.execute("delete from review_rejects")
+        con.register("new_outcomes", outcomes.to_arrow())
+        con.register("new_review_rejects", rejects.to_arrow())
+        con.execute("insert into review_outcomes by name select * from new_outcomes")
+        con.execute("insert into review_rejects by name select * from new_review_rejects")
+        con.unregister("new_outcomes")
+        con.unregister("new_review_rejects")
+        run_script(con, "review/refresh_status")
+        escalations = query(con, "review/escalations").pl()
+    in_force = outcomes.filter("is_latest").group_by("outcome").len().sort("outcome")
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": outcomes.height,
+            "reviews_log": str(folder),
+            "unreadable_lines": rejects.height,
+            "decisions_in_force": dg.MetadataValue.md(markdown_table(in_force)),
+            "escalations_by_cause": dg.MetadataValue.md(markdown_table(escalations)),
+        }
+    )
+
+
+@dg.asset(
+    **DAILY,
+    kinds={"duckdb"},
+    deps=["provenance_results", "support_verdicts", "numeric_checks", best_evidence, review_outcomes],
+    pool=DUCKDB_POOL,
+)
+def citation_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """One entry per citation failing either gate, grouped by reason, with the evidence a reviewer needs and its status."""
+    start, end = partition_days(context)
+    config = warehouse.config()
+    queue_owners = pl.DataFrame(
+        {"reason": list(config.queue.owners), "owner": list(config.queue.owners.values())}, schema={"reason": pl.String, "owner": pl.String}
+    )
+    surface_owners = pl.DataFrame({"surface": list(config.surfaces), "owner": [p.owner for p in config.surfaces.values()]})
+    params = {"start": start, "end": end, "now": datetime.now(timezone.utc)}
+    with warehouse.connect() as con:
+        with transaction(con):
+            con.register("queue_owners", queue_owners.to_arrow())
+            con.register("surface_owners", surface_owners.to_arrow())
+            run_script(con, "review/delete_queue", params)
+            run_script(con, "review/citation_queue", params)
+            con.unregister("queue_owners")
+            con.unregister("surface_owners")
+        volume = query(con, "review/queue_volume", params).pl()
+        [(n,)] = query(con, "review/queue_count", params).fetchall()
+    by_reason = volume.group_by("reason").agg(pl.col("entries").sum(), pl.col("open").sum()).sort("entries", descending=True)
+    return dg.MaterializeResult(
+        metadata={
+            **row_count_metadata(start, end, n),
+            "volume_by_reason": dg.MetadataValue.md(markdown_table(by_reason, 20)),
+            "volume_by_reason_and_surface": dg.MetadataValue.table(
+                records=[dg.TableRecord({k: v for k, v in r.items()}) for r in volume.iter_rows(named=True)],
+                schema=dg.TableSchema(
+                    columns=[
+                        dg.TableColumn("reason", "string"),
+                        dg.TableColumn("surface", "string"),
+                        dg.TableColumn("owner", "string"),
+                        dg.TableColumn("entries", "int"),
+                        dg.TableColumn("open", "int"),
+                    ]
+                ),
+            ),
+        }
+    )

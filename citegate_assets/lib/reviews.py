@@ -1,0 +1,352 @@
+"""The reviews log: one JSON line per reviewer decision, appended to JSONL files in a reviews folder.
+
+The CLI appends (``append_review``); the pipeline reads every file back (``read_reviews``) and keeps the latest
+decision per citation (``latest_by_citation``). The log is append-only: a decision is never rewritten, a later
+review of the same citation supersedes an earlier one by ``reviewed_at``.
+
+Writers are safe against each other: every append opens the file with ``O_APPEND``, holds an exclusive ``flock``
+while it writes the whole line with one ``os.write`` and ``fsync``s it. Readers take a shared lock, so they see
+whole lines only. A line cut short by a writer killed mid-write (no trailing newline) is reported as an error line,
+never raised, and the next append starts on a fresh line so the damage stays confined to that one line.
+
+Reviews hold user data (claims, passages, notes, reviewer names): the folder is created 0o700 and files 0o600.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import getpass
+import json
+import os
+import re
+import uuid
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+OUTCOMES = ("accept", "repair", "escalate")
+CAUSES = ("chunking", "truncation", "ranking", "other")
+LOG_NAME = "reviews.jsonl"
+
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
+_TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_CAUSE_LIST = ", ".join(CAUSES)
+
+
+class ReviewError(ValueError):
+    """A review that cannot be recorded; the message names what is wrong. Nothing was written."""
+
+
+@dataclass(frozen=True)
+class Review:
+    review_id: str  # uuid4 hex
+    citation_id: str
+    outcome: str  # accept | repair | escalate
+    cause: str | None  # required for escalate, optional for repair, refused for accept
+    note: str | None
+    reviewer: str
+    reviewed_at: str  # RFC 3339 UTC with microseconds: 2026-11-30T06:30:01.123456Z
+    queue_reason: str  # the queue reason the entry had when it was reviewed
+    claim: str  # snapshot: an accept can become a calibration sample without re-running anything
+    passage: str | None
+
+    def to_json(self) -> str:
+        """One line (no newline at the end), sorted keys, non-ASCII kept as is."""
+        return json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
+
+
+FIELDS = tuple(f.name for f in fields(Review))
+
+
+@dataclass(frozen=True)
+class LogLine:
+    file: str  # file name inside the reviews folder
+    line_no: int  # 1-based
+    review: Review | None  # None when the line is not a valid review
+    error: str | None  # why the line is not a valid review
+    raw: str  # the line as written (without its newline)
+
+
+# ---------------------------------------------------------------------------------------------------- building
+
+
+def default_reviewer() -> str:
+    """$CITEGATE_REVIEWER, else $USER, else the login name, else "unknown"."""
+    for var in ("CITEGATE_REVIEWER", "USER"):
+        value = (os.environ.get(var) or "").strip()
+        if value:
+            return value
+    try:
+        value = (getpass.getuser() or "").strip()
+    except Exception:  # no passwd entry (containers), no env: getuser raises OSError or KeyError
+        value = ""
+    return value or "unknown"
+
+
+def format_timestamp(moment: datetime) -> str:
+    """RFC 3339 UTC with microseconds; a naive datetime is refused (its zone would be a guess)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ReviewError(f"now must be timezone-aware, got naive datetime {moment.isoformat()}")
+    return moment.astimezone(timezone.utc).strftime(_TIMESTAMP_FORMAT)
+
+
+def make_review(
+    *,
+    citation_id: str,
+    outcome: str,
+    cause: str | None = None,
+    note: str | None = None,
+    reviewer: str | None = None,
+    queue_reason: str,
+    claim: str,
+    passage: str | None,
+    now: datetime | None = None,
+) -> Review:
+    """A validated review with a fresh id and timestamp; raises ReviewError naming the problem.
+
+    citation_id, outcome, cause, note, reviewer and queue_reason are stripped (outcome and cause also lower-cased;
+    an empty note or cause counts as none). claim and passage are snapshots and kept verbatim.
+    """
+    for name, value in (("citation_id", citation_id), ("outcome", outcome), ("queue_reason", queue_reason)):
+        if not isinstance(value, str):
+            raise ReviewError(f"{name} must be a string, got {type(value).__name__}")
+    for name, value in (("cause", cause), ("note", note), ("reviewer", reviewer)):
+        if value is not None and not isinstance(value, str):
+            raise ReviewError(f"{name} must be a string or None, got {type(value).__name__}")
+    outcome = outcome.strip().lower()
+    cause = (cause.strip().lower() or None) if cause is not None else None
+    note = (note.strip() or None) if note is not None else None
+    reviewer = reviewer.strip() if reviewer is not None else default_reviewer()
+    review = Review(
+        review_id=uuid.uuid4().hex,
+        citation_id=citation_id.strip(),
+        outcome=outcome,
+        cause=cause,
+        note=note,
+        reviewer=reviewer,
+        reviewed_at=format_timestamp(now if now is not None else datetime.now(timezone.utc)),
+        queue_reason=queue_reason.strip(),
+        claim=claim,
+        passage=passage,
+    )
+    problem = review_problem(review)
+    if problem is not None:
+        raise ReviewError(problem)
+    return review
+
+
+def review_problem(review: Review) -> str | None:
+    """Why a review cannot be recorded or trusted, or None when it is valid."""
+    for name in FIELDS:
+        value = getattr(review, name)
+        nullable = name in ("cause", "note", "passage")
+        if value is None and nullable:
+            continue
+        if not isinstance(value, str):
+            kind = "a string or null" if nullable else "a string"
+            return f"{name} must be {kind}, got {type(value).__name__}"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{name} is not valid Unicode (lone surrogate)"
+    if not re.fullmatch(r"[0-9a-f]{32}", review.review_id):
+        return f"review_id {review.review_id!r} is not a uuid4 hex string"
+    for name in ("citation_id", "reviewer", "queue_reason", "claim"):
+        if not getattr(review, name).strip():
+            return f"{name} is empty"
+    if review.outcome not in OUTCOMES:
+        return f"unknown outcome {review.outcome!r} (expected accept, repair or escalate)"
+    if review.cause is not None and review.cause not in CAUSES:
+        return f"unknown cause {review.cause!r} (expected one of: {_CAUSE_LIST})"
+    if review.outcome == "escalate" and review.cause is None:
+        return f"escalate needs --cause (one of: {_CAUSE_LIST})"
+    if review.outcome == "accept" and review.cause is not None:
+        return f"accept takes no --cause (got {review.cause!r}); a cause is for repair or escalate"
+    if not _TIMESTAMP.fullmatch(review.reviewed_at):
+        return f"reviewed_at {review.reviewed_at!r} is not RFC 3339 UTC with microseconds (2026-11-30T06:30:01.123456Z)"
+    try:
+        datetime.strptime(review.reviewed_at, _TIMESTAMP_FORMAT)
+    except ValueError:
+        return f"reviewed_at {review.reviewed_at!r} is not a real date and time"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def append_review(folder: Path, review: Review) -> Path:
+    """Append one review as one line to ``folder/reviews.jsonl``; returns the file path.
+
+    Validates first (ReviewError, nothing written). Creates the folder (0o700) and the file (0o600) if missing.
+    The line is written under an exclusive flock with a single os.write and fsync'd before the lock is released,
+    so concurrent writers never interleave and a returned call means the review is on disk.
+    """
+    if not isinstance(review, Review):
+        raise ReviewError(f"expected a Review, got {type(review).__name__}")
+    problem = review_problem(review)
+    if problem is not None:
+        raise ReviewError(problem)
+    line = (review.to_json() + "\n").encode("utf-8")
+
+    folder = Path(folder)
+    _ensure_folder(folder)
+    path = folder / LOG_NAME
+    fd, created = _open_log(path)
+    try:
+        if created:
+            os.fchmod(fd, FILE_MODE)  # the umask may have taken more (or, with 0o600 asked, nothing) away
+            _fsync_dir(folder)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            data = line
+            if not _ends_with_newline(path, fd):
+                # a writer was killed mid-line: start on a fresh line so only the torn line is damaged
+                data = b"\n" + line
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return path
+
+
+def _ensure_folder(folder: Path) -> None:
+    if folder.is_dir():
+        return
+    if folder.parent != folder:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(folder, FOLDER_MODE)
+    except FileExistsError:
+        if not folder.is_dir():
+            raise
+        return  # another writer created it at the same moment
+    os.chmod(folder, FOLDER_MODE)  # in case the umask took owner bits away
+    _fsync_dir(folder.parent)
+
+
+def _open_log(path: Path) -> tuple[int, bool]:
+    """(fd, created): O_APPEND|O_CREAT|O_WRONLY, telling whether this call created the file."""
+    flags = os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags | os.O_EXCL, FILE_MODE), True
+    except FileExistsError:
+        return os.open(path, flags, FILE_MODE), False
+
+
+def _ends_with_newline(path: Path, fd: int) -> bool:
+    """Whether the log (held under our lock) is empty or ends with a newline."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return True
+    rfd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.pread(rfd, 1, size - 1) == b"\n"
+    finally:
+        os.close(rfd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # One os.write is the whole line in practice; the loop only covers a short write (signal, quota), and
+    # we still hold the lock, so the rest of the line follows directly.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.EIO, "os.write wrote nothing")
+        view = view[written:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass  # some filesystems refuse fsync on directories; the file's own fsync still holds
+    finally:
+        os.close(dfd)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def read_reviews(folder: Path) -> list[LogLine]:
+    """Every line of every *.jsonl file in the folder (files sorted by name, lines in order).
+
+    A missing folder gives []. Blank lines are skipped. A line that is not valid UTF-8 or JSON, misses a field
+    or holds an invalid value gives review=None and error=<reason>; so does a final line without a trailing
+    newline (a writer killed mid-write). Nothing here raises for bad content.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and not p.name.startswith(".") and p.is_file())
+    out: list[LogLine] = []
+    for file in files:
+        out.extend(_read_file(file))
+    return out
+
+
+def _read_file(file: Path) -> list[LogLine]:
+    with open(file, "rb") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # whole lines only: wait out a writer in the middle of one
+        try:
+            data = handle.read()
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    # split on b"\n" only: str.splitlines would also break on U+2028 etc., which ensure_ascii=False leaves raw
+    chunks = data.split(b"\n")
+    last = chunks.pop()  # b"" when the file ends with a newline; otherwise an unfinished line
+    lines: list[LogLine] = []
+    for i, chunk in enumerate(chunks, start=1):
+        if chunk.strip():
+            lines.append(_parse_line(file.name, i, chunk))
+    if last.strip():
+        raw = last.decode("utf-8", errors="replace")
+        error = "incomplete last line (no trailing newline): a writer was interrupted mid-write"
+        lines.append(LogLine(file.name, len(chunks) + 1, None, error, raw))
+    return lines
+
+
+def _parse_line(file: str, line_no: int, chunk: bytes) -> LogLine:
+    try:
+        raw = chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LogLine(file, line_no, None, f"not valid UTF-8: {exc}", chunk.decode("utf-8", errors="replace"))
+    raw = raw.removesuffix("\r")
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        return LogLine(file, line_no, None, f"invalid JSON: {exc}", raw)
+    if not isinstance(record, dict):
+        return LogLine(file, line_no, None, f"not a JSON object (got {type(record).__name__})", raw)
+    missing = [name for name in FIELDS if name not in record]
+    if missing:
+        return LogLine(file, line_no, None, f"missing field(s): {', '.join(missing)}", raw)
+    review = Review(**{name: record[name] for name in FIELDS})  # unknown extra fields are ignored
+    problem = review_problem(review)
+    if problem is not None:
+        return LogLine(file, line_no, None, problem, raw)
+    return LogLine(file, line_no, review, None, raw)
+
+
+def latest_by_citation(lines: list[LogLine]) -> dict[str, Review]:
+    """The latest valid review per citation: by reviewed_at, ties broken by position in ``lines`` (later wins)."""
+    latest: dict[str, Review] = {}
+    for line in lines:
+        review = line.review
+        if review is None:
+            continue
+        current = latest.get(review.citation_id)
+        # reviewed_at is validated to one fixed-width UTC format, so string order is time order
+        if current is None or review.reviewed_at >= current.reviewed_at:
+            latest[review.citation_id] = review
+    return latest

@@ -1,0 +1,61 @@
+-- The review queue for [$start, $end): one row per citation that fails either gate, with everything a
+-- reviewer needs. Owners come from the registered relation queue_owners (reason → owner, then surface → owner).
+insert into citation_queue
+with cited as (
+    select
+        r.citation_id, r.request_id, r.day, r.surface, r.chunk_id, r.verdict as provenance_verdict,
+        r.reason as provenance_reason, r.found_start, r.found_end, r.chunk_share_in_prompt,
+        c.claim, c.span,
+        v.verdict as support_verdict, v.raw_answer as judge_raw_answer, v.judge_model,
+        n.numeric_ok, n.missing_quantities,
+        b.cause as best_evidence_cause, b.better_chunk_id,
+        case
+            when r.reason <> 'ok' then r.reason
+            when v.verdict = 'unparseable' then 'judge_unparseable'
+            when v.verdict = 'no' then 'support_no'
+            when v.verdict = 'partial' then 'support_partial'
+            when not n.numeric_ok then 'numeric_mismatch'
+        end as reason
+    from provenance_results r
+    join citations c on c.citation_id = r.citation_id and c.day >= $start and c.day < $end
+    left join support_verdicts v on v.citation_id = r.citation_id and v.day >= $start and v.day < $end
+    left join numeric_checks n on n.citation_id = r.citation_id and n.day >= $start and n.day < $end
+    left join best_evidence b on b.citation_id = r.citation_id and b.day >= $start and b.day < $end
+    where r.day >= $start and r.day < $end
+),
+failing as (select * from cited where reason is not null),
+section as (
+    -- the cited chunk's section: the one holding the span if any, else the first
+    select f.citation_id, s.body_start, s.body_end
+    from failing f
+    join prompt_sections s on s.request_id = f.request_id and s.chunk_id = f.chunk_id and s.day >= $start and s.day < $end
+    qualify row_number() over (
+        partition by f.citation_id
+        order by (f.found_start is not null and f.found_start >= s.body_start and f.found_end <= s.body_end) desc, s.section_no
+    ) = 1
+)
+select
+    f.citation_id, f.request_id, f.day, f.surface, f.reason,
+    case when f.provenance_reason = 'ok' then 'support' else 'provenance' end as gate,
+    coalesce(o.owner, so.owner, d.owner) as owner,
+    f.claim, f.chunk_id, f.span,
+    coalesce(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), rt.text_normalized) as passage,
+    case when s.citation_id is not null then 'prompt' when rt.chunk_id is not null then 'retrieved' else 'none' end as passage_source,
+    f.provenance_verdict, f.provenance_reason, f.chunk_share_in_prompt,
+    f.support_verdict, f.judge_raw_answer, f.judge_model, f.numeric_ok, f.missing_quantities,
+    f.best_evidence_cause, f.better_chunk_id,
+    p.prompt_sha256, p.source_file, p.source_line,
+    f.found_start, f.found_end, s.body_start as section_start, s.body_end as section_end,
+    p.context_start, p.context_end,
+    case l.outcome when 'accept' then 'accepted' when 'repair' then 'repaired' when 'escalate' then 'escalated' else 'open' end as status,
+    case when l.outcome = 'escalate' then l.cause end as escalation_cause,
+    l.reviewer as reviewed_by, l.reviewed_at,
+    $now::timestamptz as queued_at
+from failing f
+join prompts p on p.request_id = f.request_id and p.day >= $start and p.day < $end
+left join section s on s.citation_id = f.citation_id
+left join retrievals rt on rt.request_id = f.request_id and rt.chunk_id = f.chunk_id and rt.day >= $start and rt.day < $end
+left join queue_owners o on o.reason = f.reason
+left join surface_owners so on so.surface = f.surface
+cross join (select owner from surface_owners where surface = 'default') d
+left join review_outcomes l on l.citation_id = f.citation_id and l.is_latest

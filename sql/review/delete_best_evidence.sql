@@ -1,0 +1,1 @@
+delete from best_evidence where day >= $start and day < $end

@@ -1,0 +1,1 @@
+delete from citation_queue where day >= $start and day < $end

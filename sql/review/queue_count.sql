@@ -1,0 +1,1 @@
+select count(*) from citation_queue where day >= $start and day < $end
