@@ -4,6 +4,7 @@ and reviewer outcomes that round-trip through the append-only log into statuses 
 import json
 from datetime import date
 
+import polars as pl
 import pytest
 
 from citegate_assets.cli import main
@@ -11,8 +12,6 @@ from citegate_assets.lib.best_evidence import decide_cause, top_candidates
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
-
-import polars as pl
 
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 3))
 

@@ -63,11 +63,10 @@ def test_judges_only_passing_citations_through_the_server(setup):
     with connect(warehouse, read_only=True) as con:
         ok = con.sql("select count(*) from provenance_results where reason = 'ok'").fetchall()[0][0]
         verdicts = con.sql("select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit from support_verdicts order by 1").fetchall()
-        passages = dict(con.sql(
-            "select c.claim_normalized, substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) "
-            "from provenance_results r join citations c on c.citation_id = r.citation_id join prompts p on p.request_id = r.request_id "
-            "join prompt_sections s on s.request_id = r.request_id and s.chunk_id = r.chunk_id where r.reason = 'ok'"
-        ).fetchall())
+        bodies = {b for (b,) in con.sql(
+            "select substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) "
+            "from prompts p join prompt_sections s on s.request_id = p.request_id"
+        ).fetchall()}
     assert len(verdicts) == ok == 2 * len(PROFILE_ENCODINGS)
     by_id = {v[0]: v for v in verdicts}
     assert by_id["r1#0"][1:5] == ("yes", "Yes.", True, "judge-test")
@@ -83,7 +82,8 @@ def test_judges_only_passing_citations_through_the_server(setup):
     for body in citation_requests:
         content = body["messages"][0]["content"]
         claim = content.split("CLAIM:\n", 1)[1].split("\n\nDoes the PASSAGE", 1)[0]
-        assert content == render_prompt(passages[claim], claim)
+        # the passage is one chunk body as it stood in the prompt (the cited one, or a best-evidence candidate)
+        assert any(content == render_prompt(body, claim) for body in bodies)
         assert "Question" not in content and "kb-4#c1" not in content
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 import duckdb
-
-from dataclasses import replace
 
 from citegate_assets.lib.config import Config, load_config
 from citegate_assets.lib.judge.base import Judge
