@@ -3,8 +3,9 @@
 import argparse
 import os
 import sys
+import textwrap
 import time
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 from citegate_assets.defs.resources import PROJECT_ROOT
@@ -89,6 +90,21 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
     review.add_argument("--reviews", type=Path, default=None, help="reviews log folder (default: $CITEGATE_REVIEWS, else [queue].reviews)")
     review.set_defaults(func=cmd_review)
+
+    metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
+    metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
+    metrics.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: the published copy of data/warehouse.duckdb)")
+    metrics.add_argument("--lock", action="store_true", help="pin new metric definition versions in sql/metrics/metrics.lock.json")
+    metrics.set_defaults(func=cmd_metrics)
+
+    trace = sub.add_parser("trace", help="from one metric cell to the citations and prompts behind it")
+    trace.add_argument("--metric", required=True)
+    trace.add_argument("--surface", required=True)
+    trace.add_argument("--week", required=True, type=date.fromisoformat, help="any date of the ISO week (weeks start on Monday)")
+    trace.add_argument("--breakdown", default=None, help="for a breakdown metric: the chunking strategy, rank, reason or judge model")
+    trace.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
+    trace.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: the published copy of data/warehouse.duckdb)")
+    trace.set_defaults(func=cmd_trace)
     return p
 
 
@@ -174,12 +190,90 @@ def _warehouse(path: Path | None) -> Path:
     return chosen
 
 
+def _readable(path: Path | None) -> Path:
+    """Readers use the published copy when there is one: it is never locked by a running pipeline."""
+    chosen = _warehouse(path)
+    published = chosen.with_name(chosen.stem + ".published.duckdb")
+    return published if published.exists() else chosen
+
+
+def cmd_metrics(args) -> int:
+    from citegate_assets.lib.metrics import HEADLINE, load_definitions, update_lock
+    from citegate_assets.lib.warehouse import connect, query
+
+    if args.lock:
+        added = update_lock(load_definitions())
+        print("pinned: " + (", ".join(added) if added else "nothing new; every definition is already in the lock"))
+        return 0
+    definitions = {d.name: d for d in load_definitions()}
+    with connect(_readable(args.warehouse), read_only=True) as con:
+        rel = query(con, "metric_tables/metrics_report", {"weeks": max(args.weeks, 1)})
+        rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+    print("Definitions (preregistered in sql/metrics/, pinned in sql/metrics/metrics.lock.json):")
+    for name in HEADLINE:
+        d = definitions[name]
+        print(f"  {name} v{d.version} = {d.numerator}  /  {d.denominator}")
+        print(textwrap.fill(d.description, width=100, initial_indent="      ", subsequent_indent="      "))
+    if not rows:
+        print("\nno metrics yet: run `citegate run` first")
+        return 0
+    weeks = sorted({r["week_start"] for r in rows})
+    for week in weeks:
+        print(f"\nWeek of {week} (ISO week, Monday, UTC): value (numerator / denominator)")
+        surfaces = sorted({r["surface"] for r in rows if r["week_start"] == week})
+        header = f"  {'surface':<20}" + "".join(f"{m:>26}" for m in HEADLINE)
+        print(header)
+        for surface in surfaces:
+            cells = {r["metric"]: r for r in rows if r["week_start"] == week and r["surface"] == surface}
+            print(f"  {surface:<20}" + "".join(f"{_cell(cells.get(m)):>26}" for m in HEADLINE))
+    return 0
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "—"
+    num = "?" if row["numerator"] is None else f"{row['numerator']:,.1f}".removesuffix(".0")
+    value = "NULL" if row["value"] is None else f"{row['value']:.3f}"
+    return f"{value} ({num}/{row['denominator']:,})"
+
+
+def cmd_trace(args) -> int:
+    from citegate_assets.lib.warehouse import connect, query
+
+    week = args.week - timedelta(days=args.week.weekday())  # the Monday of that ISO week
+    params = {"metric": args.metric, "surface": args.surface, "week": week, "breakdown": args.breakdown, "limit": args.limit}
+    with connect(_readable(args.warehouse), read_only=True) as con:
+        rel = query(con, "metric_tables/trace_cell", params)
+        cells = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+        if not cells:
+            raise ValueError(f"no cell for metric {args.metric!r}, surface {args.surface!r}, week of {week}"
+                             + (f", breakdown {args.breakdown!r}" if args.breakdown else "") + " (see `citegate metrics`)")
+        cell = cells[0]
+        [totals] = [dict(zip(r.columns, v)) for r in [query(con, "metric_tables/trace_totals", params)] for v in r.fetchall()]
+        rel = query(con, "metric_tables/trace_rows", params)
+        rows = rel.limit(max(args.limit, 0)).fetchall()
+    value = "NULL" if cell["value"] is None else f"{cell['value']:.4f}"
+    print(f"{cell['metric']} v{cell['definition_version']}  surface={cell['surface']}  week of {cell['week_start']}"
+          + (f"  breakdown={args.breakdown}" if args.breakdown else ""))
+    print(f"  value {value} = numerator {cell['numerator']} / denominator {cell['denominator']}")
+    print(f"  numerator:   {cell['numerator_words']}")
+    print(f"  denominator: {cell['denominator_words']}")
+    print(f"  behind it: {totals['denominator_rows']} citations from {totals['prompts']} prompts in the denominator; "
+          f"{totals['numerator_rows']} count toward the numerator (sum of weights {totals['numerator_sum']})")
+    print(f"\n  {'citation_id':<28}{'weight':>8}  {'request_id':<24}{'prompt sha256':<18}log")
+    for citation_id, request_id, weight, sha, source_file, source_line, _ in rows:
+        w = "NULL" if weight is None else f"{weight:.3f}".rstrip("0").rstrip(".")
+        print(f"  {citation_id:<28}{w:>8}  {request_id:<24}{sha[:16]:<18}{source_file}:{source_line}")
+    if totals["denominator_rows"] > len(rows):
+        print(f"  … {totals['denominator_rows'] - len(rows)} more (--limit N)")
+    return 0
+
+
 def cmd_queue(args) -> int:
     from citegate_assets.lib.queue_view import render_context, render_entry, render_groups
     from citegate_assets.lib.warehouse import connect, query
 
-    warehouse = _warehouse(args.warehouse)
-    with connect(warehouse, read_only=True) as con:
+    with connect(_readable(args.warehouse), read_only=True) as con:
         if args.action == "show":
             if not args.citation_id:
                 raise ValueError("usage: citegate queue show CITATION_ID")
@@ -216,7 +310,7 @@ def cmd_review(args) -> int:
     fields = dict(citation_id=args.citation_id, outcome=args.outcome, cause=args.cause, note=args.note, reviewer=args.reviewer)
     make_review(**fields, queue_reason="-", claim="-", passage=None)  # refuse a bad outcome or cause before anything else
     config = load_config(args.config)
-    with connect(_warehouse(args.warehouse), read_only=True) as con:
+    with connect(_readable(args.warehouse), read_only=True) as con:
         rows = con.sql(
             "select reason, claim, passage, status from citation_queue where citation_id = $id", params={"id": args.citation_id}
         ).fetchall()
@@ -297,6 +391,7 @@ def _next_steps(warehouse: Path) -> str:
 Next:
   make ui                      # Dagster UI on http://127.0.0.1:3000: assets by stage, lineage, the nightly schedule
   .venv/bin/citegate queue     # the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`
+  .venv/bin/citegate metrics   # the four weekly numbers per surface beside their definitions; `citegate trace` for the rows
   make test                    # the test suite
   .venv/bin/python -c "import duckdb; print(duckdb.connect('{warehouse}', read_only=True).sql(open('sql/examples/failures_by_reason.sql').read()))"
   README.md                    # the log format, the profiles, every table and more example queries

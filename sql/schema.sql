@@ -323,3 +323,51 @@ create table if not exists citation_queue (
     reviewed_at timestamptz,
     queued_at timestamptz not null
 );
+
+create table if not exists metric_definitions (
+    name varchar not null,
+    version integer not null,
+    kind varchar not null,               -- rate | breakdown | count
+    description varchar not null,
+    numerator varchar not null,          -- in words
+    denominator varchar not null,        -- in words
+    sha256 varchar not null,             -- of the definition file's text
+    locked_sha256 varchar,               -- what metrics.lock.json pins for (name, version)
+    in_lock boolean not null,            -- sha256 = locked_sha256
+    sql_text varchar not null,
+    recorded_at timestamptz not null
+);
+
+create table if not exists metric_lineage (
+    metric varchar not null,
+    definition_version integer not null,
+    week_start date not null,            -- ISO week, Monday, UTC
+    surface varchar not null,
+    breakdown varchar,                   -- null for the headline rates
+    citation_id varchar not null,        -- a citation in the denominator
+    request_id varchar not null,         -- the prompt behind it
+    numerator_weight double              -- its share of the numerator (0 or 1; a fraction for estimated end-to-end passes)
+);
+
+create table if not exists weekly_surface_metrics (
+    week_start date not null,            -- the Monday of the ISO week (UTC)
+    surface varchar not null,
+    metric varchar not null,             -- provenance_pass_rate | support_pass_rate | end_to_end_pass_rate | queue_repair_rate
+    definition_version integer not null,
+    numerator double,                    -- null when part of it cannot be known (see the definition)
+    denominator bigint not null,
+    value double,                        -- numerator / denominator; null when the denominator is 0
+    computed_at timestamptz not null
+);
+
+create table if not exists weekly_breakdowns (
+    week_start date not null,
+    surface varchar not null,
+    metric varchar not null,             -- support_rate_by_chunking | support_rate_by_rank | queue_volume_by_reason | judge_errors
+    breakdown varchar not null,          -- chunking strategy, rank, queue reason, judge model
+    definition_version integer not null,
+    numerator double,
+    denominator bigint,                  -- null for a count
+    value double,
+    computed_at timestamptz not null
+);

@@ -97,3 +97,21 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
             )
         else:
             yield dg.MaterializeResult(asset_key=name, metadata=metadata)
+
+
+@dg.asset_check(
+    asset="prompts",
+    blocking=True,
+    pool=DUCKDB_POOL,
+    description="Every stored prompt still hashes to the sha256 recorded when it was ingested (the prompt log is immutable).",
+)
+def prompts_match_their_sha256(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        tampered = query(con, "metric_tables/check_prompt_hashes").pl()
+        [(stored,)] = con.sql("select count(*) from prompts").fetchall()
+    ids = tampered["request_id"].to_list()
+    return dg.AssetCheckResult(
+        passed=not ids,
+        description=f"{len(ids)} stored prompts no longer match their sha256: {', '.join(ids[:20])}" if ids else f"{stored} prompts verified",
+        metadata={"prompts_checked": stored, "mismatched": len(ids), "request_ids": dg.MetadataValue.md(markdown_table(tampered))},
+    )

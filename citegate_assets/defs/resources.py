@@ -52,6 +52,13 @@ class WarehouseResource(dg.ConfigurableResource):
     def database_path(self) -> Path:
         return _resolve(self.database, "CITEGATE_WAREHOUSE", "data/warehouse.duckdb")
 
+    def published_path(self) -> Path:
+        """The data team's read-only copy: CITEGATE_PUBLISHED, else <warehouse>.published.duckdb beside it."""
+        if os.environ.get("CITEGATE_PUBLISHED"):
+            return Path(os.environ["CITEGATE_PUBLISHED"]).resolve()
+        db = self.database_path()
+        return db.with_name(db.stem + ".published.duckdb")
+
     def landing_path(self) -> Path:
         return _resolve(self.landing_folder, "CITEGATE_LOGS", "data/landing")
 

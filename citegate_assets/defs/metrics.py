@@ -1,0 +1,168 @@
+"""Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks
+that keep them honest, and the published warehouse for the data team (SPEC sections 9-10)."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from citegate_assets.lib.chart import png_data_uri, rates_chart_png
+from citegate_assets.lib.metrics import HEADLINE, compute_metrics, load_definitions, lock_problems, read_lock
+from citegate_assets.lib.publish import publish_copy
+from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.warehouse import query, transaction
+
+from .resources import DUCKDB_POOL, WarehouseResource
+
+UTC = pl.Datetime("us", "UTC")
+LOCK_CHECK = "definitions_match_lock"
+BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
+PASS_UP_REPAIR_DOWN, SAME_MODEL, UNCALIBRATED = "pass_rate_up_while_repair_rate_down", "judge_differs_from_answer_model", "high_stakes_judge_calibrated"
+
+
+@dg.asset(
+    group_name="metrics",
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    check_specs=[
+        dg.AssetCheckSpec(
+            LOCK_CHECK,
+            asset="metric_definitions",
+            blocking=True,
+            description="Every definition's text matches the sha256 pinned for its (name, version) in sql/metrics/metrics.lock.json.",
+        )
+    ],
+)
+def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """The metric definitions in force (sql/metrics/*.sql): name, version, description, numerator and denominator in words."""
+    definitions = load_definitions()
+    lock = read_lock()
+    problems = lock_problems(definitions, lock)
+    now = datetime.now(timezone.utc)
+    frame = pl.DataFrame(
+        [
+            {
+                "name": d.name, "version": d.version, "kind": d.kind, "description": d.description, "numerator": d.numerator,
+                "denominator": d.denominator, "sha256": d.sha256, "locked_sha256": lock.get(d.name, {}).get(str(d.version)),
+                "in_lock": lock.get(d.name, {}).get(str(d.version)) == d.sha256, "sql_text": d.sql,
+            }
+            for d in definitions
+        ],
+        schema_overrides={"version": pl.Int32},
+    ).with_columns(recorded_at=pl.lit(now, dtype=UTC))
+    with warehouse.connect() as con, transaction(con):
+        con.execute("delete from metric_definitions")
+        con.register("new_definitions", frame.to_arrow())
+        con.execute("insert into metric_definitions by name select * from new_definitions")
+        con.unregister("new_definitions")
+    for p in problems:
+        context.log.error(p)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": frame.height,
+            "definitions": dg.MetadataValue.md(markdown_table(frame.select("name", "version", "kind", "numerator", "denominator"), 20)),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name=LOCK_CHECK,
+                passed=not problems,
+                description="; ".join(problems) if problems else "all definitions match the lock",
+                metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},
+            )
+        ],
+    )
+
+
+def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(name, asset="weekly_surface_metrics", blocking=blocking, description=description)
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "weekly_surface_metrics",
+            group_name="metrics",
+            kinds={"duckdb"},
+            description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, denominator and definition version.",
+            deps=[metric_definitions, "provenance_results", "support_verdicts", "numeric_checks", "citation_queue", "review_outcomes"],
+        ),
+        dg.AssetSpec(
+            "weekly_breakdowns",
+            group_name="metrics",
+            kinds={"duckdb"},
+            description="Weekly support rate by chunking strategy and by retrieval rank, queue volume by reason, judge errors.",
+            deps=[metric_definitions, "support_verdicts", "retrievals", "citation_queue"],
+        ),
+        dg.AssetSpec(
+            "metric_lineage",
+            group_name="metrics",
+            kinds={"duckdb"},
+            description="Row-level lineage: for each (week, surface, metric), the citations in its denominator and their share of the numerator.",
+            deps=[metric_definitions, "provenance_results", "support_verdicts", "citation_queue"],
+        ),
+    ],
+    check_specs=[
+        _check(BOUNDS, "Every rate in [0, 1]; no numerator above its denominator.", True),
+        _check(RECONCILE, "Denominators equal the upstream counts: citations checked, citations judged, entries reviewed.", True),
+        _check(VERSIONS, "No week mixes definition versions of one metric.", True),
+        _check(PASS_UP_REPAIR_DOWN, "Warns when the end-to-end pass rate rises while the queue repair rate falls, week over week.", False),
+        _check(SAME_MODEL, "Warns when citations were judged by the model that wrote the answer.", False),
+        _check(UNCALIBRATED, "Warns when a high-stakes surface's judge is uncalibrated.", False),
+    ],
+    pool=DUCKDB_POOL,
+)
+def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    """Weekly per-surface metrics from the preregistered definitions, with their row-level lineage."""
+    definitions = load_definitions()
+    now = datetime.now(timezone.utc)
+    with warehouse.connect() as con:
+        with transaction(con):
+            compute_metrics(con, definitions, now)
+        metrics = query(con, "metric_tables/headline_for_chart").pl()
+        out_of_bounds = query(con, "metric_tables/check_bounds").pl()
+        unreconciled = query(con, "metric_tables/check_reconcile").pl()
+        mixed = query(con, "metric_tables/check_versions").pl()
+        warning = query(con, "metric_tables/check_pass_up_repair_down").pl()
+        [(same_model,)] = con.sql("select count(*) from support_verdicts where judge_is_answer_model").fetchall()
+        uncalibrated = con.sql("select surface, why from support_gate_status where stakes = 'high' and status = 'uncalibrated'").pl()
+        [(n_breakdowns,)] = con.sql("select count(*) from weekly_breakdowns").fetchall()
+        [(n_lineage,)] = con.sql("select count(*) from metric_lineage").fetchall()
+    chart = rates_chart_png(metrics, Path(warehouse.database_path()).with_name("weekly_rates.png"))
+    latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(on="metric", index="surface", values="value")
+    warn = dg.AssetCheckSeverity.WARN
+    checks = [
+        dg.AssetCheckResult(check_name=BOUNDS, passed=out_of_bounds.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))}),
+        dg.AssetCheckResult(check_name=RECONCILE, passed=unreconciled.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))}),
+        dg.AssetCheckResult(check_name=VERSIONS, passed=mixed.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))}),
+        dg.AssetCheckResult(check_name=PASS_UP_REPAIR_DOWN, passed=warning.is_empty(), severity=warn, metadata={"rows": dg.MetadataValue.md(markdown_table(warning))}),
+        dg.AssetCheckResult(check_name=SAME_MODEL, passed=same_model == 0, severity=warn, metadata={"citations": same_model}),
+        dg.AssetCheckResult(check_name=UNCALIBRATED, passed=uncalibrated.is_empty(), severity=warn, metadata={"surfaces": dg.MetadataValue.md(markdown_table(uncalibrated))}),
+    ]
+    yield dg.MaterializeResult(
+        asset_key="weekly_surface_metrics",
+        metadata={
+            "dagster/row_count": metrics.height,
+            "latest_week": dg.MetadataValue.md(markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)),
+            "chart": dg.MetadataValue.md(f"![weekly rates per surface]({png_data_uri(chart)})"),
+            "chart_path": dg.MetadataValue.path(str(chart)),
+            "definitions": dg.MetadataValue.md("\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)),
+        },
+        check_results=checks,
+    )
+    yield dg.MaterializeResult(asset_key="weekly_breakdowns", metadata={"dagster/row_count": n_breakdowns})
+    yield dg.MaterializeResult(asset_key="metric_lineage", metadata={"dagster/row_count": n_lineage})
+
+
+@dg.asset(
+    group_name="metrics",
+    kinds={"duckdb"},
+    deps=["weekly_surface_metrics", "weekly_breakdowns", "metric_lineage", "support_gate_status", "judge_calibration"],
+    pool=DUCKDB_POOL,
+)
+def published_warehouse(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """A read-only copy of the warehouse for the data team, swapped in atomically: an open analyst session never blocks the nightly run."""
+    target = warehouse.published_path()
+    facts = publish_copy(warehouse.database_path(), target)
+    context.log.info(f"published {facts['tables']} tables to {target}")
+    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(target)), "tables": facts["tables"], "bytes": facts["bytes"]})

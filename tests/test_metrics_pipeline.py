@@ -1,0 +1,147 @@
+"""The metrics stage inside the nightly job: numbers with definitions, the chart, blocking checks that
+stop the run (changed definition, tampered prompt), and a published copy analysts can hold open."""
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import date
+
+import pytest
+
+import citegate_assets.lib.metrics as metrics_module
+from citegate_assets.cli import main
+from citegate_assets.lib.loggen import generate_logs
+from citegate_assets.lib.warehouse import connect
+from citegate_assets.pipeline import RunPlan, run_range
+
+PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 10))
+
+
+@pytest.fixture
+def run(tmp_path, dagster_home, monkeypatch):
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=9, requests_per_day=20, seed=3)
+    warehouse = tmp_path / "w.duckdb"
+    monkeypatch.setenv("CITEGATE_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("CITEGATE_REVIEWS", str(tmp_path / "reviews"))
+
+    def _run():
+        return run_range(PLAN, landing=landing, warehouse=warehouse, config_file=None)
+
+    return _run, warehouse
+
+
+def checks(result):
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_metrics_chart_and_checks_after_a_run(run):
+    go, warehouse = run
+    result = go()
+    assert result.success
+    with connect(warehouse, read_only=True) as con:
+        per_cell = con.sql("select week_start, surface, count(*), count(distinct metric) from weekly_surface_metrics group by 1, 2").fetchall()
+        weeks = {w for w, *_ in per_cell}
+    assert weeks == {date(2026, 11, 2), date(2026, 11, 9)}  # Mondays
+    assert all(n == 4 and m == 4 for *_, n, m in per_cell)
+    evaluations = checks(result)
+    for blocking in ("definitions_match_lock", "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week", "prompts_match_their_sha256"):
+        assert evaluations[blocking].passed, blocking
+    [mat] = [m.materialization for m in result.get_asset_materialization_events() if m.asset_key.to_user_string() == "weekly_surface_metrics"]
+    assert mat.metadata["chart"].value.startswith("![weekly rates per surface](data:image/png;base64,")
+    assert "provenance_pass_rate" in mat.metadata["latest_week"].value
+    assert (warehouse.with_name("weekly_rates.png")).stat().st_size > 10_000
+
+
+def test_changed_definition_without_bump_fails_the_run_naming_the_metric(run, tmp_path, monkeypatch):
+    go, warehouse = run
+    folder = tmp_path / "metrics"
+    shutil.copytree(metrics_module.METRICS_DIR, folder)
+    path = folder / "provenance_pass_rate.sql"
+    path.write_text(path.read_text().replace("when r.reason = 'ok'", "when r.reason in ('ok', 'span_missing')"))
+    monkeypatch.setattr(metrics_module, "METRICS_DIR", folder)
+    monkeypatch.setattr(metrics_module, "LOCK_FILE", folder / "metrics.lock.json")
+    result = go()
+    assert not result.success
+    check = checks(result)["definitions_match_lock"]
+    assert not check.passed
+    assert "provenance_pass_rate v1: definition text changed without a version bump" in check.description
+    materialized = {m.asset_key.to_user_string() for m in result.get_asset_materialization_events()}
+    assert "weekly_surface_metrics" not in materialized and "published_warehouse" not in materialized
+
+
+def test_tampered_prompt_fails_the_blocking_check_naming_it(run):
+    go, warehouse = run
+    assert go().success
+    with connect(warehouse) as con:
+        [(rid,)] = con.sql("select request_id from prompts order by request_id limit 1").fetchall()
+        con.execute("update prompts set prompt_raw = prompt_raw || ' ' where request_id = $r", {"r": rid})
+    result = go()
+    assert not result.success
+    check = checks(result)["prompts_match_their_sha256"]
+    assert not check.passed and rid in check.description
+
+
+def test_analyst_session_on_the_published_copy_never_blocks_the_nightly_run(run, tmp_path):
+    go, warehouse = run
+    assert go().success
+    published = warehouse.with_name("w.published.duckdb")
+    ready = tmp_path / "ready"
+    analyst = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import duckdb, pathlib, time
+                con = duckdb.connect({str(published)!r}, read_only=True)
+                before = con.sql("select count(*) from prompts").fetchall()[0][0]
+                pathlib.Path({str(ready)!r}).write_text("ok")
+                deadline = time.time() + 30
+                while not pathlib.Path({str(ready)!r} + ".done").exists() and time.time() < deadline:
+                    assert con.sql("select count(*) from prompts").fetchall()[0][0] == before
+                    time.sleep(0.05)
+                print(before)
+                """
+            ),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(200):
+            if ready.exists():
+                break
+            import time
+
+            time.sleep(0.05)
+        assert ready.exists(), "the analyst session did not start"
+        result = go()  # the nightly run, with the analyst connected to the published copy
+        assert result.success
+        assert analyst.poll() is None  # still connected while the run published
+    finally:
+        (tmp_path / "ready.done").write_text("")
+        out, _ = analyst.communicate(timeout=30)
+    assert analyst.returncode == 0 and int(out.strip()) > 0
+    with connect(published, read_only=True) as con:
+        assert con.sql("select count(*) from weekly_surface_metrics").fetchall()[0][0] > 0
+
+
+def test_metrics_and_trace_commands(run, capsys):
+    go, warehouse = run
+    assert go().success
+    assert main(["metrics", "--weeks", "2"]) == 0
+    out = capsys.readouterr().out
+    for metric in ("provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate"):
+        assert f"{metric} v1 = " in out
+    assert "Week of 2026-11-02" in out and "Week of 2026-11-09" in out
+    with connect(warehouse, read_only=True) as con:
+        [(surface, numerator, denominator)] = con.sql(
+            "select surface, numerator, denominator from weekly_surface_metrics where metric = 'provenance_pass_rate' "
+            "and week_start = '2026-11-02' order by surface limit 1"
+        ).fetchall()
+    assert main(["trace", "--metric", "provenance_pass_rate", "--surface", surface, "--week", "2026-11-05", "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"behind it: {denominator} citations" in out and f"{int(numerator)} count toward the numerator" in out
+    assert main(["trace", "--metric", "nope", "--surface", surface, "--week", "2026-11-05"]) == 2
