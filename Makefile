@@ -26,3 +26,7 @@ ui: $(STAMP)
 
 clean:
 	rm -rf data/demo data/landing data/warehouse.duckdb* dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs
+
+# speed and memory against their targets (BENCHMARKS.md); BENCH_ARGS="--quick" checks the harness in a minute
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.bench $(BENCH_ARGS)

@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--start", type=date.fromisoformat, default=None, help="first day to run, YYYY-MM-DD (default: first day in the logs)")
     run.add_argument("--end", type=date.fromisoformat, default=None, help="last day to run, inclusive (default: last complete day in the logs)")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--wait", type=float, default=0.0, help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)")
     run.set_defaults(func=cmd_run)
 
     cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels and print its false pass rate")
@@ -127,7 +128,7 @@ def cmd_gen_logs(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return _run(args.logs, args.warehouse, args.config, args.start, args.end, quiet=args.quiet)
+    return _run(args.logs, args.warehouse, args.config, args.start, args.end, quiet=args.quiet, wait_s=args.wait)
 
 
 def cmd_demo(args) -> int:
@@ -145,7 +146,7 @@ def cmd_demo(args) -> int:
     return code
 
 
-def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet: bool) -> int:
+def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet: bool, wait_s: float = 0.0) -> int:
     from citegate_assets.lib.config import load_config
     from citegate_assets.pipeline import plan_days, run_range
 
@@ -157,7 +158,15 @@ def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet:
     if plan.note:
         print(f"note: {plan.note}")
     t0 = time.monotonic()
-    result = run_range(plan, landing=logs, warehouse=warehouse, config_file=config, log_level="ERROR" if quiet else "INFO")
+    result = run_range(
+        plan,
+        landing=logs,
+        warehouse=warehouse,
+        config_file=config,
+        log_level="ERROR" if quiet else "INFO",
+        wait_s=wait_s,
+        on_wait=lambda holder: print(f"waiting for the run that holds {warehouse} ({holder}) …", flush=True),
+    )
     elapsed = time.monotonic() - t0
     if not result.success:
         _print_failure(result)

@@ -10,6 +10,7 @@ import dagster as dg
 from citegate_assets.defs.resources import PROJECT_ROOT
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.records import EARLIEST_DAY
+from citegate_assets.lib.runlock import run_lock
 from citegate_assets.lib.warehouse import connect
 
 
@@ -70,7 +71,10 @@ def run_range(
     config_file: Path | None,
     instance: dg.DagsterInstance | None = None,
     log_level: str = "INFO",
+    wait_s: float = 0.0,
+    on_wait=None,
 ) -> dg.ExecuteInProcessResult:
+    """Raises RunLockedError when another run holds the warehouse for longer than wait_s."""
     from citegate_assets.definitions import defs
 
     job = defs().resolve_job_def("nightly_job")
@@ -92,9 +96,10 @@ def run_range(
         "dagster/asset_partition_range_end": plan.end.isoformat(),
         "citegate/trigger": "cli",
     }
-    return job.execute_in_process(
-        run_config=run_config, instance=instance or dg.DagsterInstance.get(), tags=tags, raise_on_error=False
-    )
+    with run_lock(warehouse, wait_s=wait_s, on_wait=on_wait):
+        return job.execute_in_process(
+            run_config=run_config, instance=instance or dg.DagsterInstance.get(), tags=tags, raise_on_error=False
+        )
 
 
 def run_calibration(

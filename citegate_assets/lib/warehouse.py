@@ -29,10 +29,14 @@ def load_sql(name: str) -> str:
 def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection that is closed even when the body raises (the file lock goes with it)."""
     path = str(path)
+    created = False
     if not read_only and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        created = not Path(path).exists()
     try:
         con = duckdb.connect(path, read_only=read_only, config=dict(DEFAULT_SETTINGS))
+        if created:
+            os.chmod(path, 0o600)  # prompts hold user data: the owner only
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise WarehouseLockedError(

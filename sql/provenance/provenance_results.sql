@@ -21,19 +21,28 @@ checked as (
     left join retrievals r
         on r.request_id = cit.request_id and r.chunk_id = cit.chunk_id and r.day >= $start and r.day < $end
 ),
-cited_sections as (
-    -- the cited chunk's section(s) in the context block; a re-split chunk can have several
+section_hits as (
+    -- the cited chunk's section(s) in the context block (a re-split chunk can have several), searched once each
     select
         ch.citation_id,
-        count(*) as n_sections,
-        bool_and(coalesce(s.truncated, false)) as truncated,
-        min(s.body_start + strpos(substr(ch.prompt, s.body_start + 1, s.body_end - s.body_start), ch.span) - 1)
-            filter (where strpos(substr(ch.prompt, s.body_start + 1, s.body_end - s.body_start), ch.span) > 0) as body_hit,
-        max(s.body_end - s.body_start)::double / nullif(max(s.chunk_chars), 0) as share_in_prompt
+        s.truncated,
+        s.body_end - s.body_start as body_chars,
+        s.chunk_chars,
+        s.body_start,
+        strpos(substr(ch.prompt, s.body_start + 1, s.body_end - s.body_start), ch.span) as hit
     from checked ch
     join prompt_sections s
         on s.request_id = ch.request_id and s.chunk_id = ch.chunk_id and s.day >= $start and s.day < $end
-    group by ch.citation_id
+),
+cited_sections as (
+    select
+        citation_id,
+        count(*) as n_sections,
+        bool_and(coalesce(truncated, false)) as truncated,
+        min(body_start + hit - 1) filter (where hit > 0) as body_hit,
+        max(body_chars)::double / nullif(max(chunk_chars), 0) as share_in_prompt
+    from section_hits
+    group by citation_id
 ),
 located as (
     select
@@ -42,14 +51,12 @@ located as (
         coalesce(cs.truncated, false) as truncated,
         cs.body_hit,
         cs.share_in_prompt,
-        length(ch.span) as span_len,
-        strpos(ch.prompt, ch.span) - 1 as prompt_hit,
-        strpos(substr(ch.prompt, ch.context_start + 1, ch.context_end - ch.context_start), ch.span) - 1 as context_hit,
-        coalesce(strpos(ch.chunk_text, ch.span) > 0, false) as in_chunk_text
+        length(ch.span) as span_len
     from checked ch
     left join cited_sections cs using (citation_id)
 ),
 decided as (
+    -- CASE evaluates a branch only for the rows that reach it: most citations need one search
     select
         *,
         case
@@ -57,13 +64,23 @@ decided as (
             when n_sections = 0 and not in_retrieved then 'fabricated_id'
             when n_sections = 0 then 'dropped_before_prompt'
             when span_len = 0 then 'span_missing'
-            when body_hit is null and truncated and in_chunk_text then 'span_truncated'
-            when prompt_hit < 0 then 'span_missing'
-            when context_hit < 0 then 'span_outside_context'
-            when body_hit is null then 'span_in_other_chunk'
-            else 'ok'
+            when body_hit is not null then 'ok'
+            when truncated and coalesce(strpos(chunk_text, span) > 0, false) then 'span_truncated'
+            when strpos(prompt, span) = 0 then 'span_missing'
+            when strpos(substr(prompt, context_start + 1, context_end - context_start), span) = 0 then 'span_outside_context'
+            else 'span_in_other_chunk'
         end as reason
     from located
+),
+placed as (
+    select
+        *,
+        case reason
+            when 'ok' then body_hit
+            when 'span_in_other_chunk' then context_start + strpos(substr(prompt, context_start + 1, context_end - context_start), span) - 1
+            when 'span_outside_context' then strpos(prompt, span) - 1
+        end as found_start
+    from decided
 )
 select
     citation_id,
@@ -73,17 +90,9 @@ select
     chunk_id,
     case reason when 'ok' then 'present' when 'context_not_found' then 'unverifiable' else 'absent' end as verdict,
     reason,
-    case reason
-        when 'ok' then body_hit
-        when 'span_in_other_chunk' then context_start + context_hit
-        when 'span_outside_context' then prompt_hit
-    end as found_start,
-    case reason
-        when 'ok' then body_hit + span_len
-        when 'span_in_other_chunk' then context_start + context_hit + span_len
-        when 'span_outside_context' then prompt_hit + span_len
-    end as found_end,
+    found_start,
+    found_start + span_len as found_end,
     case when reason = 'span_truncated' then share_in_prompt end as chunk_share_in_prompt,
     normalization_version,
     $checked_at::timestamptz as checked_at
-from decided
+from placed

@@ -1,0 +1,169 @@
+"""`make bench`: generate a day of logs, then measure every figure of the performance issue side by side
+with its target, each stage in its own process. Never part of `make test`.
+
+    python -m benchmarks.bench [--requests 100000] [--prompt-kb 15] [--repeats 3] [--work DIR] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DAY = "2026-11-02"
+JUDGE_OFF_CONFIG = """
+[surfaces.default]
+stakes = "off"
+[surfaces.billing-assistant]
+stakes = "off"
+template = "anthropic-xml"
+[surfaces.help-center]
+stakes = "off"
+template = "langchain-stuff"
+[surfaces.legal-faq]
+stakes = "off"
+template = "langchain-stuff-mustache"
+[surfaces.internal-search]
+stakes = "off"
+template = "llamaindex-citation"
+[surfaces.partner-portal]
+stakes = "off"
+template = "plain-list"
+"""
+
+
+def stage(name: str, **args) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.stages", name, json.dumps(args, default=str)],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"stage {name} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def generate(landing: Path, requests: int, prompt_kb: int, seed: int = 1) -> None:
+    if landing.exists() and (landing / ".requests").exists() and (landing / ".requests").read_text() == f"{requests}:{prompt_kb}:{seed}":
+        return
+    shutil.rmtree(landing, ignore_errors=True)
+    from citegate_assets.lib.loggen import generate_logs
+
+    print(f"  generating {requests:,} requests of ~{prompt_kb} KB prompts into {landing} …", flush=True)
+    generate_logs(landing, days=1, requests_per_day=requests, seed=seed, malformed=False, prompt_kb=prompt_kb)
+    (landing / ".requests").write_text(f"{requests}:{prompt_kb}:{seed}")
+
+
+def fresh(path: Path) -> Path:
+    for p in path.parent.glob(path.name + "*"):
+        p.unlink()
+    return path
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):,.1f} (min {min(values):,.1f}, max {max(values):,.1f}, n={len(values)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--requests", type=int, default=100_000)
+    p.add_argument("--prompt-kb", type=int, default=15)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--reference-sample", type=int, default=2000)
+    p.add_argument("--work", type=Path, default=ROOT / "data" / "bench")
+    p.add_argument("--quick", action="store_true", help="2,000 requests, 1 repeat: checks the harness, not the targets")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.requests, a.repeats, a.reference_sample = 2000, 1, 300
+    work = a.work
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "judge-off.toml"
+    config.write_text(JUDGE_OFF_CONFIG)
+    landing = work / f"landing-{a.requests}"
+    started = time.time()
+    print(f"citegate bench: {a.requests:,} requests/day, ~{a.prompt_kb} KB prompts, {a.repeats} repeats; {os.cpu_count()} cores")
+    generate(landing, a.requests, a.prompt_kb)
+    results: dict[str, list[dict]] = {}
+
+    print("  ingest + normalization …", flush=True)
+    for i in range(a.repeats):
+        results.setdefault("ingest", []).append(stage("ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config))
+    warehouse = work / "ingest.duckdb"
+    print("  provenance gate, bare scan, reference …", flush=True)
+    for i in range(a.repeats):
+        results.setdefault("provenance", []).append(stage("provenance", warehouse=warehouse))
+        results.setdefault("bare_scan", []).append(stage("bare_scan", warehouse=warehouse))
+    results["reference"] = [stage("reference", warehouse=warehouse, config=config, sample=a.reference_sample)]
+
+    print("  nightly run of one day partition, judge off …", flush=True)
+    home = work / "dagster_home"
+    home.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    for i in range(max(1, a.repeats - 1)):
+        results.setdefault("nightly", []).append(
+            stage("nightly", warehouse=fresh(work / "nightly.duckdb"), landing=landing, config=config, day=DAY, dagster_home=home)
+        )
+
+    print("  judge runner against a local server with 200 ms latency …", flush=True)
+    for i in range(a.repeats):
+        results.setdefault("judge", []).append(
+            stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=800 if not a.quick else 160, latency_s=0.2, concurrency=32)
+        )
+
+    print("  peak RSS as the landing file grows …", flush=True)
+    base = max(a.requests // 20, 500)
+    growth = []
+    for factor in (1, 2, 4):
+        grown = work / f"landing-growth-{base * factor}"
+        generate(grown, base * factor, a.prompt_kb, seed=2)
+        growth.append((factor, stage("ingest", warehouse=fresh(work / "growth.duckdb"), landing=grown, config=config)))
+
+    report = render(a, results, growth, time.time() - started)
+    print(report)
+    (work / "results.json").write_text(json.dumps({"results": results, "growth": growth}, indent=2, default=str))
+    return 0
+
+
+def render(a, r, growth, elapsed) -> str:
+    ing = [x["prompt_mb_per_s"] for x in r["ingest"]]
+    prov = [x["citations_per_s"] for x in r["provenance"]]
+    bare = [x["citations_per_s"] for x in r["bare_scan"]]
+    ref = r["reference"][0]
+    nightly_s = [x["seconds"] for x in r["nightly"]]
+    nightly_rss = [x["peak_rss_mb"] for x in r["nightly"]]
+    judge = [x["calls_per_s"] for x in r["judge"]]
+    ideal = r["judge"][0]["ideal_calls_per_s"]
+    ratio_ref = statistics.median(prov) / ref["citations_per_s"]
+    ratio_bare = statistics.median(bare) / statistics.median(prov)
+    rss = [g[1]["peak_rss_mb"] for g in growth]
+    ok = lambda cond: "MET" if cond else "MISSED"  # noqa: E731
+    rows = [
+        ("provenance gate (citations/s)", spread(prov), "", ""),
+        ("  reference: seed's way, whole prompt normalized per citation (citations/s)", f"{ref['citations_per_s']:,.1f} on {ref['citations']} sampled", "", ""),
+        ("  bare scan: spans searched in normalized prompts, nothing else (citations/s)", spread(bare), "", ""),
+        ("  gate / reference", f"{ratio_ref:,.1f}x", ">= 25x", ok(ratio_ref >= 25)),
+        ("  bare scan / gate", f"{ratio_bare:,.2f}x", "<= 3x", ok(ratio_bare <= 3)),
+        ("  verdicts: gate vs reference on the sample", f"{ref['verdict_mismatches']} mismatches", "0", ok(ref["verdict_mismatches"] == 0)),
+        ("ingest + normalization (MB of raw prompt/s)", spread(ing), ">= 100 MB/s", ok(statistics.median(ing) >= 100)),
+        ("  ingest peak RSS (MB)", spread([x["peak_rss_mb"] for x in r["ingest"]]), "", ""),
+        (f"nightly run, one day of {a.requests:,} requests, judge off (s)", spread(nightly_s), "< 600 s", ok(statistics.median(nightly_s) < 600)),
+        ("  nightly peak RSS (MB)", spread(nightly_rss), "< 6144 MB", ok(max(nightly_rss) < 6144)),
+        (f"judge runner, 200 ms latency, concurrency 32 (calls/s; ideal {ideal:.0f})", spread(judge), f">= {0.8 * ideal:.0f} (80%)", ok(statistics.median(judge) >= 0.8 * ideal)),
+        ("  judge re-run: calls made", str(max(x["rerun_calls"] for x in r["judge"])), "0", ok(all(x["rerun_calls"] == 0 for x in r["judge"]))),
+        ("peak RSS of ingest at 1x / 2x / 4x landing file (MB)", " / ".join(f"{v:,.0f}" for v in rss), "flat (4x <= 1.5 x 1x)", ok(rss[2] <= 1.5 * rss[0])),
+    ]
+    width = max(len(x[0]) for x in rows) + 2
+    lines = [f"\n{'figure':<{width}}{'measured (median, min, max)':<52}{'target':<24}", "-" * (width + 90)]
+    lines += [f"{n:<{width}}{v:<52}{t:<24}{s}" for n, v, t, s in rows]
+    lines.append(f"\n{os.cpu_count()} cores; bench took {elapsed / 60:.1f} min; raw figures in {a.work / 'results.json'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

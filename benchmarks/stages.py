@@ -1,0 +1,165 @@
+"""One benchmark stage per process, so each peak RSS is its own: `python -m benchmarks.stages NAME ARGS_JSON`.
+Prints one JSON line with the figures."""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def ingest(args: dict) -> dict:
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.ingest import ingest_landing
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+
+    t0 = time.perf_counter()
+    with connect(args["warehouse"]) as con:
+        ensure_schema(con)
+        summary = ingest_landing(con, args["landing"], load_config(args.get("config")))
+        seconds = time.perf_counter() - t0
+        [(prompt_bytes,)] = con.sql("select sum(strlen(prompt_raw)) from prompts").fetchall()
+    return {
+        "seconds": seconds,
+        "records": summary.records_ingested,
+        "raw_prompt_mb": prompt_bytes / 1e6,
+        "line_mb": summary.bytes_read / 1e6,
+        "prompt_mb_per_s": prompt_bytes / 1e6 / seconds,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def provenance(args: dict) -> dict:
+    from citegate_assets.lib.provenance import check_provenance
+    from citegate_assets.lib.warehouse import connect
+
+    with connect(args["warehouse"]) as con:
+        [(start, end)] = con.sql("select min(day), max(day) from citations").fetchall()
+        t0 = time.perf_counter()
+        n = check_provenance(con, start, end + timedelta(days=1))
+        seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "citations": n, "citations_per_s": n / seconds, "peak_rss_mb": peak_rss_mb()}
+
+
+def bare_scan(args: dict) -> dict:
+    """The same spans searched in prompts already normalized, with nothing else."""
+    from citegate_assets.lib.warehouse import connect
+
+    with connect(args["warehouse"], read_only=True) as con:
+        pairs = con.sql(
+            "select p.prompt_normalized, c.span_normalized from citations c join prompts p on p.request_id = c.request_id"
+        ).fetchall()
+    t0 = time.perf_counter()
+    found = sum(1 for prompt, span in pairs if span in prompt)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "citations": len(pairs), "found": found, "citations_per_s": len(pairs) / seconds}
+
+
+def reference(args: dict) -> dict:
+    """The seed's way on a random sample (it is too slow for the whole day), and verdict equality with the gate."""
+    from benchmarks.reference import reference_reason
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.warehouse import connect
+
+    config = load_config(args.get("config"))
+    with connect(args["warehouse"], read_only=True) as con:
+        ids = [r for (r,) in con.sql("select citation_id from provenance_results order by citation_id").fetchall()]
+        sample = sorted(random.Random(7).sample(ids, min(args["sample"], len(ids))))
+        con.register("sample_ids", __import__("polars").DataFrame({"citation_id": sample}).to_arrow())
+        rows = con.sql(
+            """
+            select c.citation_id, p.prompt_raw, p.prompt_encoding, p.template, c.chunk_id, c.span, r.reason, c.request_id
+            from sample_ids s join citations c using (citation_id) join prompts p on p.request_id = c.request_id
+            join provenance_results r on r.citation_id = c.citation_id
+            """
+        ).fetchall()
+        retrieved: dict[str, dict[str, str]] = {}
+        for rid, chunk_id, text in con.sql(
+            "select r.request_id, r.chunk_id, r.text from retrievals r where r.request_id in (select request_id from citations where citation_id in (select citation_id from sample_ids))"
+        ).fetchall():
+            retrieved.setdefault(rid, {})[chunk_id] = text
+    t0 = time.perf_counter()
+    mismatches = []
+    for citation_id, prompt, encoding, template, chunk_id, span, fast_reason, rid in rows:
+        ref = reference_reason(prompt, encoding, config.profile(template), retrieved.get(rid, {}), chunk_id, span)
+        if ref != fast_reason:
+            mismatches.append((citation_id, ref, fast_reason))
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "citations": len(rows),
+        "citations_per_s": len(rows) / seconds,
+        "verdict_mismatches": len(mismatches),
+        "mismatch_examples": mismatches[:5],
+    }
+
+
+def nightly(args: dict) -> dict:
+    """The nightly job for one day partition (ingest → provenance → support → queue → metrics → publish), judge off."""
+    import os
+
+    os.environ["DAGSTER_HOME"] = args["dagster_home"]
+    from citegate_assets.pipeline import RunPlan, run_range
+
+    day = date.fromisoformat(args["day"])
+    t0 = time.perf_counter()
+    result = run_range(
+        RunPlan(day, day), landing=Path(args["landing"]), warehouse=Path(args["warehouse"]), config_file=Path(args["config"]), log_level="ERROR"
+    )
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "success": result.success, "peak_rss_mb": peak_rss_mb()}
+
+
+def judge(args: dict) -> dict:
+    """The judge runner against a local OpenAI-compatible server with injected latency; then a cached re-run."""
+    from contextlib import contextmanager
+
+    import polars as pl
+
+    from citegate_assets.lib.judge.openai_judge import JudgeSettings, OpenAIJudge
+    from citegate_assets.lib.support import judge_items
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from tests.judge_server import Reply, ScriptedJudgeServer
+
+    n, latency, concurrency = args["calls"], args["latency_s"], args["concurrency"]
+    items = pl.DataFrame({"item_id": [f"i{i}" for i in range(n)], "passage": [f"Passage {i}." for i in range(n)], "claim": [f"Claim {i}." for i in range(n)]})
+
+    @contextmanager
+    def connect_db():
+        with connect(args["warehouse"]) as con:
+            ensure_schema(con)
+            yield con
+
+    with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=latency)) as server:
+        judge_ = OpenAIJudge(JudgeSettings(base_url=server.base_url, model="bench-judge", concurrency=concurrency, timeout_s=30))
+        t0 = time.perf_counter()
+        _, facts = judge_items(connect_db, items, judge_, {})
+        seconds = time.perf_counter() - t0
+        calls_first = len(server.requests)
+        _, again = judge_items(connect_db, items, judge_, {})
+        calls_second = len(server.requests) - calls_first
+        in_flight = server.max_in_flight
+    return {
+        "seconds": seconds,
+        "calls": facts["judge_calls"],
+        "calls_per_s": facts["judge_calls"] / seconds,
+        "ideal_calls_per_s": concurrency / latency,
+        "rerun_calls": calls_second,
+        "max_in_flight": in_flight,
+        "errors": facts["errors"],
+    }
+
+
+STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge)}
+
+if __name__ == "__main__":
+    name, raw = sys.argv[1], sys.argv[2]
+    print(json.dumps(STAGES[name](json.loads(raw)), default=str))
