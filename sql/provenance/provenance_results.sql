@@ -1,84 +1,96 @@
 -- Provenance gate (SPEC section 4): one row per citation of the days [$start, $end).
 -- Every comparison is between normalized texts: citations.span_normalized against
 -- prompts.prompt_normalized, using the context block and chunk-body offsets stored at ingest.
+-- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
+-- chunk's section the citation is ok. Only the others (a minority) are searched section by section.
 insert into provenance_results
 with cit as (
     select citation_id, request_id, day, surface, chunk_id, span_normalized as span, normalization_version
     from citations
     where day >= $start and day < $end
 ),
-checked as (
+first_hit as (
     select
-        cit.*,
+        c.*,
+        length(c.span) as span_len,
+        strpos(p.prompt_normalized, c.span) - 1 as p1,
         p.profile_status,
-        p.prompt_normalized as prompt,
         coalesce(p.context_start, 0) as context_start,
-        coalesce(p.context_end, 0) as context_end,
-        r.chunk_id is not null as in_retrieved,
-        r.text_normalized as chunk_text
-    from cit
-    join prompts p on p.request_id = cit.request_id and p.day >= $start and p.day < $end
-    left join retrievals r
-        on r.request_id = cit.request_id and r.chunk_id = cit.chunk_id and r.day >= $start and r.day < $end
+        coalesce(p.context_end, 0) as context_end
+    from cit c
+    join prompts p on p.request_id = c.request_id and p.day >= $start and p.day < $end
 ),
-section_hits as (
-    -- the cited chunk's section(s) in the context block (a re-split chunk can have several), searched once each
+sections as (
+    -- the cited chunk's section(s) in the context block (a re-split chunk can have several)
     select
-        ch.citation_id,
-        s.truncated,
-        s.body_end - s.body_start as body_chars,
-        s.chunk_chars,
-        s.body_start,
-        strpos(substr(ch.prompt, s.body_start + 1, s.body_end - s.body_start), ch.span) as hit
-    from checked ch
-    join prompt_sections s
-        on s.request_id = ch.request_id and s.chunk_id = ch.chunk_id and s.day >= $start and s.day < $end
-),
-cited_sections as (
-    select
-        citation_id,
+        f.citation_id,
         count(*) as n_sections,
-        bool_and(coalesce(truncated, false)) as truncated,
-        min(body_start + hit - 1) filter (where hit > 0) as body_hit,
-        max(body_chars)::double / nullif(max(chunk_chars), 0) as share_in_prompt
-    from section_hits
-    group by citation_id
+        bool_and(coalesce(s.truncated, false)) as truncated,
+        bool_or(f.p1 >= s.body_start and f.p1 + f.span_len <= s.body_end) as first_hit_in_section,
+        max(s.body_end - s.body_start)::double / nullif(max(s.chunk_chars), 0) as share_in_prompt
+    from first_hit f
+    join prompt_sections s
+        on s.request_id = f.request_id and s.chunk_id = f.chunk_id and s.day >= $start and s.day < $end
+    group by f.citation_id
+),
+retrieved as (
+    select request_id, chunk_id from retrievals where day >= $start and day < $end
 ),
 located as (
     select
-        ch.*,
-        coalesce(cs.n_sections, 0) as n_sections,
-        coalesce(cs.truncated, false) as truncated,
-        cs.body_hit,
-        cs.share_in_prompt,
-        length(ch.span) as span_len
-    from checked ch
-    left join cited_sections cs using (citation_id)
+        f.*,
+        coalesce(s.n_sections, 0) as n_sections,
+        coalesce(s.truncated, false) as truncated,
+        coalesce(s.first_hit_in_section, false) as fast_ok,
+        s.share_in_prompt,
+        r.chunk_id is not null as in_retrieved
+    from first_hit f
+    left join sections s using (citation_id)
+    left join retrieved r on r.request_id = f.request_id and r.chunk_id = f.chunk_id
+),
+slow as (
+    -- citations whose span is not at its first occurrence inside the cited section: search each section
+    select
+        l.citation_id,
+        min(s.body_start + strpos(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), l.span) - 1)
+            filter (where strpos(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), l.span) > 0) as body_hit,
+        any_value(strpos(substr(p.prompt_normalized, l.context_start + 1, l.context_end - l.context_start), l.span) - 1) as context_hit,
+        any_value(coalesce(strpos(rt.text_normalized, l.span) > 0, false)) as in_chunk_text
+    from located l
+    join prompts p on p.request_id = l.request_id and p.day >= $start and p.day < $end
+    left join prompt_sections s
+        on s.request_id = l.request_id and s.chunk_id = l.chunk_id and s.day >= $start and s.day < $end
+    left join retrievals rt
+        on rt.request_id = l.request_id and rt.chunk_id = l.chunk_id and rt.day >= $start and rt.day < $end
+    where l.profile_status = 'ok' and l.n_sections > 0 and l.span_len > 0 and not l.fast_ok
+    group by l.citation_id
 ),
 decided as (
-    -- CASE evaluates a branch only for the rows that reach it: most citations need one search
     select
-        *,
+        l.*,
+        sl.body_hit,
+        sl.context_hit,
         case
-            when profile_status <> 'ok' then 'context_not_found'
-            when n_sections = 0 and not in_retrieved then 'fabricated_id'
-            when n_sections = 0 then 'dropped_before_prompt'
-            when span_len = 0 then 'span_missing'
-            when body_hit is not null then 'ok'
-            when truncated and coalesce(strpos(chunk_text, span) > 0, false) then 'span_truncated'
-            when strpos(prompt, span) = 0 then 'span_missing'
-            when strpos(substr(prompt, context_start + 1, context_end - context_start), span) = 0 then 'span_outside_context'
+            when l.profile_status <> 'ok' then 'context_not_found'
+            when l.n_sections = 0 and not l.in_retrieved then 'fabricated_id'
+            when l.n_sections = 0 then 'dropped_before_prompt'
+            when l.span_len = 0 then 'span_missing'
+            when l.fast_ok or sl.body_hit is not null then 'ok'
+            when l.truncated and sl.in_chunk_text then 'span_truncated'
+            when l.p1 < 0 then 'span_missing'
+            when sl.context_hit < 0 then 'span_outside_context'
             else 'span_in_other_chunk'
         end as reason
-    from located
+    from located l
+    left join slow sl using (citation_id)
 ),
 placed as (
     select
         *,
         case reason
-            when 'ok' then body_hit
-            when 'span_in_other_chunk' then context_start + strpos(substr(prompt, context_start + 1, context_end - context_start), span) - 1
-            when 'span_outside_context' then strpos(prompt, span) - 1
+            when 'ok' then case when fast_ok then p1 else body_hit end
+            when 'span_in_other_chunk' then context_start + context_hit
+            when 'span_outside_context' then p1
         end as found_start
     from decided
 )
