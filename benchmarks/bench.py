@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  judge runner against a local server with 200 ms latency …", flush=True)
     for i in range(a.repeats):
         results.setdefault("judge", []).append(
-            stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=800 if not a.quick else 160, latency_s=0.2, concurrency=32)
+            stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=1600 if not a.quick else 320, latency_s=0.2, concurrency=32)
         )
 
     print("  peak RSS as the landing file grows …", flush=True)

@@ -95,11 +95,30 @@ def run_range(
         "dagster/asset_partition_range_start": plan.start.isoformat(),
         "dagster/asset_partition_range_end": plan.end.isoformat(),
         "citegate/trigger": "cli",
+        WAREHOUSE_TAG: str(Path(warehouse).resolve()),
     }
     with run_lock(warehouse, wait_s=wait_s, on_wait=on_wait):
-        return job.execute_in_process(
-            run_config=run_config, instance=instance or dg.DagsterInstance.get(), tags=tags, raise_on_error=False
-        )
+        instance = instance or dg.DagsterInstance.get()
+        release_abandoned_runs(instance, warehouse)
+        return job.execute_in_process(run_config=run_config, instance=instance, tags=tags, raise_on_error=False)
+
+
+WAREHOUSE_TAG = "citegate/warehouse"
+
+
+def release_abandoned_runs(instance: dg.DagsterInstance, warehouse: Path) -> list[str]:
+    """A run killed mid-way (kill -9, power loss) stays STARTED in the instance and keeps its DuckDB pool
+    slot, which would block every later run. Called with the run lock held, so no run of this warehouse
+    is alive: such runs are marked failed and their slots freed."""
+    stuck = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.NOT_STARTED]
+    records = instance.get_run_records(filters=dg.RunsFilter(statuses=stuck, tags={WAREHOUSE_TAG: str(Path(warehouse).resolve())}))
+    released = []
+    for record in records:
+        run = record.dagster_run
+        instance.report_run_failed(run, message="abandoned: its process ended before the run finished (killed?); slots released")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+    return released
 
 
 def run_calibration(

@@ -3,7 +3,7 @@ nothing raises, and every file's ledger balances (lines read = records ingested 
 which are also the rows actually in the tables).
 
 Each case writes a landing folder: usually `a.jsonl` with four good lines around one bad line (line 3),
-or a bad file beside a good file. Cases that exercise a product bug are marked xfail(strict=True)
+or a bad file beside a good file. (Cases that once exposed a product bug keep its description as a comment constant.)
 with the bug in `reason`; their expectations are what the README specifies.
 """
 
@@ -13,7 +13,7 @@ import gzip
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,7 @@ from citegate_assets.lib.warehouse import connect, ensure_schema, query
 
 from .helpers import CHUNKS, scenario_record
 
-NOW = datetime(2026, 11, 3, 12, 0, tzinfo=timezone.utc)  # ingest's clock: "the future" is after 2026-11-04T12:00Z
+NOW = datetime(2026, 11, 3, 12, 0, tzinfo=UTC)  # ingest's clock: "the future" is after 2026-11-04T12:00Z
 DAY = "2026-11-02T10:00:00Z"
 DAY_START, DAY_END = date(2026, 11, 2), date(2026, 11, 3)
 # the default policy differs from the built-in one, so a record that gets it is recognisable
@@ -187,8 +187,8 @@ SURROGATE_BUG = (
     "ingest_landing, so the whole batch is lost and every later run fails on the same file"
 )
 line_case("lone-surrogate-in-prompt", bad("sur-prompt", prompt=good(0)["prompt"] + "\ud800"),
-          ("invalid_utf8", "invalid_json", "prompt_undecodable"), bug=SURROGATE_BUG)
-line_case("lone-surrogate-in-request-id", bad("sur-rid", request_id="req-\udc00"), ("invalid_utf8", "invalid_json"), bug=SURROGATE_BUG)
+          ("invalid_unicode", "invalid_utf8", "invalid_json", "prompt_undecodable"))
+line_case("lone-surrogate-in-request-id", bad("sur-rid", request_id="req-\udc00"), ("invalid_unicode", "invalid_utf8", "invalid_json"))
 
 
 def _big_line_check(con) -> None:
@@ -205,9 +205,6 @@ line_case(
     record_with_prompt_bytes("bad-32mib", 32 * 1024 * 1024),
     None,
     lands="bad-32mib",
-    bug="BUG: README says lines *over* 32 MiB are rejected, but ingest._parse compares len(raw) with the line "
-    "terminator still attached (`len(raw) > MAX_LINE_BYTES` before rstrip), so a line of exactly 32 MiB "
-    "(33,554,432 bytes + '\\n') is rejected as line_too_long; with CRLF even a 32 MiB - 1 line is",
 )
 
 # --- required fields: missing, null, wrong type --------------------------------------------------------
@@ -229,8 +226,6 @@ line_case(
     "wrong-type-prompt-encoding-false",
     bad("wt-enc-false", prompt_encoding=False),
     "wrong_type",
-    bug="BUG: records.parse_record reads `obj.get('prompt_encoding') or 'text'`, so a falsy non-string "
-    "(false, 0, [], {}) silently becomes 'text' and the record is ingested instead of a wrong_type reject",
 )
 line_case("unknown-prompt-encoding", bad("enc", prompt_encoding="base64"), "unknown_prompt_encoding")
 
@@ -246,14 +241,12 @@ ISO_NOT_RFC_BUG = (
     "'2026-11-02T10Z', no seconds '2026-11-02T10:00Z'); README requires an RFC 3339 timestamp and lists "
     "invalid_timestamp for anything else, but these are ingested"
 )
-line_case("logged-at-iso-basic-format", bad("ts-basic", logged_at="20261102T100000Z"), "invalid_timestamp", bug=ISO_NOT_RFC_BUG)
-line_case("logged-at-iso-week-date", bad("ts-week", logged_at="2026-W45-1T10:00:00Z"), "invalid_timestamp", bug=ISO_NOT_RFC_BUG)
+line_case("logged-at-iso-basic-format", bad("ts-basic", logged_at="20261102T100000Z"), "invalid_timestamp")
+line_case("logged-at-iso-week-date", bad("ts-week", logged_at="2026-W45-1T10:00:00Z"), "invalid_timestamp")
 line_case(
     "logged-at-rfc3339-lowercase-t-z",
     bad("ts-lower", logged_at="2026-11-02t10:00:00z"),
     None,
-    bug="BUG: RFC 3339 section 5.6 allows lower-case 't' and 'z'; datetime.fromisoformat rejects them, so a valid "
-    "RFC 3339 timestamp is rejected as invalid_timestamp and the record is lost",
 )
 line_case("timestamp-without-timezone", bad("naive", logged_at="2026-11-02T10:00:00.250"), "timestamp_without_timezone")
 line_case("timestamp-two-days-ahead", bad("ahead", logged_at="2026-11-05T12:00:00Z"), "timestamp_out_of_range")
@@ -265,8 +258,8 @@ OVERFLOW_BUG = (
     "falls outside datetime's range (9999-12-31T23:59:59-01:00, 0001-01-01T00:00:00+01:00) raises OverflowError "
     "out of ingest_landing instead of a timestamp_out_of_range reject, losing the batch and blocking every later run"
 )
-line_case("timestamp-past-year-9999-in-utc", bad("y10000", logged_at="9999-12-31T23:59:59-01:00"), "timestamp_out_of_range", bug=OVERFLOW_BUG)
-line_case("timestamp-before-year-1-in-utc", bad("y0", logged_at="0001-01-01T00:00:00+01:00"), "timestamp_out_of_range", bug=OVERFLOW_BUG)
+line_case("timestamp-past-year-9999-in-utc", bad("y10000", logged_at="9999-12-31T23:59:59-01:00"), "timestamp_out_of_range")
+line_case("timestamp-before-year-1-in-utc", bad("y0", logged_at="0001-01-01T00:00:00+01:00"), "timestamp_out_of_range")
 
 # --- duplicates -----------------------------------------------------------------------------------------
 
@@ -281,15 +274,31 @@ def _write_undecodable_then_valid(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1), good(2), first, bad("twice"), good(3), good(4)])
 
 
+UNDECODABLE_SEEN_BUG = (
+    "BUG: ingest._commit_batch calls _drop_known_requests (which registers every parsed record's request_id as seen, "
+    "in the run-wide run_seen) before build_frames rejects undecodable prompts; the prompt_undecodable record stays "
+    "'seen', so a valid record with the same request_id later in the same run (same batch, later batch or another "
+    "file) is rejected as duplicate_request_id/request_id_conflict against a prompt that was never stored, with a "
+    "prompt_conflicts row pointing at the rejected line; ingested in a later run, the same record is accepted"
+)
 file_case(
     "undecodable-record-then-valid-record-same-id",
     _write_undecodable_then_valid,
     [("a.jsonl", 3, "prompt_undecodable")],
     {"a.jsonl": ["good-1", "good-2", "bad-twice", "good-3", "good-4"]},
-    bug="BUG: ingest._commit_batch runs _drop_known_requests before build_frames: a record later rejected as "
-    "prompt_undecodable is still registered as 'seen', so a valid record with the same request_id further down the "
-    "same batch is rejected as duplicate_request_id/request_id_conflict against a record that was never stored "
-    "(and prompt_conflicts points at it); with batch_lines=1 the same file ingests it, so results depend on batch size",
+)
+
+
+def _write_undecodable_then_valid_in_next_file(landing: Path) -> None:
+    write_lines(landing / "a.jsonl", [good(1), bad("twice", prompt_encoding="json", prompt="{not json")])
+    write_lines(landing / "b.jsonl", [bad("twice"), good(2)])
+
+
+file_case(
+    "undecodable-record-then-valid-record-same-id-next-file",
+    _write_undecodable_then_valid_in_next_file,
+    [("a.jsonl", 2, "prompt_undecodable")],
+    {"a.jsonl": ["good-1"], "b.jsonl": ["bad-twice", "good-2"]},
 )
 
 # --- retrieved -------------------------------------------------------------------------------------------
@@ -307,8 +316,6 @@ line_case(
     "retrieved-rank-beyond-int32",
     with_retrieved("r-rank-big", _r1 | {"rank": 2**31}),
     "invalid_retrieved",
-    bug="BUG: records._parse_retrieved accepts any int rank, but batch._retrievals builds an Int32 column: a rank "
-    ">= 2**31 (or < -2**31) raises polars ComputeError out of ingest_landing instead of an invalid_retrieved reject",
 )
 line_case("duplicate-chunk-id", with_retrieved("dup-chunk", _r1, _r1 | {"rank": 2, "text": "other text"}), "duplicate_chunk_id")
 line_case("duplicate-chunk-id-after-trim", with_retrieved("dup-trim", _r1, _r1 | {"chunk_id": " kb-1#c1 ", "rank": 2}), "duplicate_chunk_id")
@@ -386,9 +393,6 @@ line_case(
     "python-repr-unhashable-literal",
     bad("py-unhashable", prompt_encoding="python_repr", prompt="{[]: 'Answer'}"),
     "prompt_undecodable",
-    bug="BUG: containers._decode_repr catches ValueError/SyntaxError/MemoryError/RecursionError from ast.literal_eval "
-    "but not TypeError, which literal_eval raises for an unhashable dict key or set member ('{[]: 1}', '{{1}}'): "
-    "the TypeError escapes ingest_landing instead of a prompt_undecodable reject",
 )
 
 # --- whole files -------------------------------------------------------------------------------------------
@@ -573,13 +577,6 @@ def test_bad_input(case: Case, con, landing):
     assert again.lines_read == 0 and table_counts(con) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ingest._ingest_entry writes file_unreadable with line_no = <last line read + 1> (here 4), but README "
-    "lists it among the whole-file rows (line_no = 0) and schema.sql says 0 marks a whole-file reject; "
-    "sql/report/ingest_summary.sql therefore counts it as a rejected line (line_no > 0): its 'lines rejected' exceeds "
-    "sum(ingested_files.records_rejected) by one per unreadable file and 'files rejected' misses the file",
-)
 def test_file_unreadable_is_a_whole_file_row(con, landing):
     """README: whole-file rows (line_no = 0) include file_unreadable; schema.sql: '0 for a whole-file reject'."""
     _write_truncated_gz(landing)
@@ -650,10 +647,8 @@ def test_all_bad_lines_in_one_file(tmp_path, landing):
     assert results[0] == results[1]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: one line of a crashing kind (see the xfail cases above) makes ingest_landing raise, "
-                   "so none of the good lines of its batch is stored and every later run raises on the same file")
 def test_all_bad_lines_including_the_crashing_kinds_in_one_file(con, landing):
-    lines, expect = _all_in_one(LINE_CASES + BUG_LINE_CASES)
+    lines, _ = _all_in_one(LINE_CASES + BUG_LINE_CASES)
     (landing / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     summary = ingest_landing(con, landing, CONFIG, now=NOW)
     assert summary.lines_read == len(lines) == summary.records_ingested + summary.records_rejected

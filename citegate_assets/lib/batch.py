@@ -33,14 +33,16 @@ class Frames:
 PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
 
 
-def build_frames(items: list[tuple[int, Record]], config: Config, source_file: str, now: datetime) -> Frames:
-    """items: (line_no, record) for every valid record of the batch, in file order."""
+def build_frames(
+    items: list[tuple[int, Record]], config: Config, source_file: str, now: datetime, decoded: dict[int, list] | None = None
+) -> Frames:
+    """items: (line_no, record) for every valid record of the batch, in file order; decoded: their messages, if known."""
     prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
     for line_no, rec in items:
         template = rec.template or config.surface(rec.surface).template
         profile = config.profile(template)
         try:
-            messages = decode_prompt(rec.prompt, rec.prompt_encoding)
+            messages = decoded[line_no] if decoded is not None else decode_prompt(rec.prompt, rec.prompt_encoding)
         except PromptDecodeError as exc:
             rejects.append(_reject_row(source_file, line_no, rec, "prompt_undecodable", str(exc)))
             continue

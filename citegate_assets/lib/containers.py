@@ -33,8 +33,8 @@ def _decode_repr(prompt: str) -> str:
     # literal_eval evaluates literals only, never code: safe on untrusted logs.
     try:
         value = ast.literal_eval(prompt.strip())
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise PromptDecodeError(f"python_repr prompt is not a Python string literal: {exc}") from None
+    except Exception as exc:  # literal_eval raises ValueError, SyntaxError, TypeError, MemoryError, RecursionError…
+        raise PromptDecodeError(f"python_repr prompt is not a Python string literal: {type(exc).__name__}: {exc}") from None
     if not isinstance(value, str):
         raise PromptDecodeError(f"python_repr prompt decodes to {type(value).__name__}, not str")
     return value

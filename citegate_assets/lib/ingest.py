@@ -14,19 +14,21 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from .batch import build_frames
+from .containers import PromptDecodeError, decode_prompt
 from .config import Config
 from .records import Record, Reject, parse_line
 from .warehouse import query, run_script
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
 BATCH_LINES = 2000
-BATCH_BYTES = 48 * 1024 * 1024
+BATCH_BYTES = 16 * 1024 * 1024  # the working set of a batch is ~20x its bytes: this keeps ingest under ~0.5 GB
 MAX_LINE_BYTES = 32 * 1024 * 1024
 RAW_KEEP_BYTES = 64 * 1024  # what a reject row keeps of an oversized line
 BOM = b"\xef\xbb\xbf"
@@ -76,6 +78,49 @@ class IngestSummary:
 Progress = Callable[[str, int, int], None]  # (file name, lines read so far, bytes read so far)
 
 
+class BatchWriter:
+    """Writes prepared batches on a second connection in a worker thread, one at a time and in order,
+    while the main thread parses and normalizes the next batch (DuckDB releases the GIL)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self._cursor = con.cursor()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
+        self._pending: Future | None = None
+
+    def submit(self, relations: dict[str, pl.DataFrame], ledger: dict) -> None:
+        self.drain()
+        self._pending = self._pool.submit(_write_batch, self._cursor, relations, ledger)
+
+    def drain(self) -> None:
+        """Wait for the batch in flight; its error, if any, is raised here."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            self._pool.shutdown(wait=True)
+            self._cursor.close()
+
+
+def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: dict) -> None:
+    cursor.execute("begin transaction")
+    try:
+        for rel, df in relations.items():
+            cursor.register(rel, df.to_arrow())
+        run_script(cursor, "ingest/insert_batch")
+        run_script(cursor, "ingest/ledger_upsert", ledger)
+        cursor.execute("commit")
+    except BaseException:
+        cursor.execute("rollback")
+        raise
+    finally:
+        for rel in relations:
+            cursor.unregister(rel)
+
+
 def ingest_landing(
     con: duckdb.DuckDBPyConnection,
     landing: str | os.PathLike,
@@ -91,15 +136,21 @@ def ingest_landing(
     if not landing.is_dir():
         raise FileNotFoundError(f"{landing}: landing folder not found")
     summary = IngestSummary()
-    for entry in sorted(landing.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith("."):
-            continue  # editor and OS droppings (.DS_Store, .swp) are not logs
-        summary.files_seen += 1
-        _ingest_entry(con, entry, config, now, summary, progress, batch_lines)
+    writer = BatchWriter(con)
+    run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
+    try:
+        for entry in sorted(landing.iterdir(), key=lambda p: p.name):
+            if entry.name.startswith("."):
+                continue  # editor and OS droppings (.DS_Store, .swp) are not logs
+            summary.files_seen += 1
+            _ingest_entry(con, writer, run_seen, entry, config, now, summary, progress, batch_lines)
+            writer.drain()
+    finally:
+        writer.close()
     return summary
 
 
-def _ingest_entry(con, path: Path, config, now, summary, progress, batch_lines) -> None:
+def _ingest_entry(con, writer, run_seen, path: Path, config, now, summary, progress, batch_lines) -> None:
     name = path.name
     ledger = _ledger_row(con, name)
     is_log = name.endswith(LOG_SUFFIXES)
@@ -137,17 +188,18 @@ def _ingest_entry(con, path: Path, config, now, summary, progress, batch_lines) 
             batch_bytes += len(raw)
             summary.bytes_read += len(raw)
             if len(batch) >= batch_lines or batch_bytes >= BATCH_BYTES:
-                _commit_batch(con, batch, config, now, state, tally, summary, "partial", None)
+                _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "partial", None)
                 batch, batch_bytes = [], 0
                 if progress:
                     progress(name, tally.lines_read, summary.bytes_read)
     except (EOFError, OSError, zlib.error) as exc:
         # a truncated or corrupt .gz: keep every line read before the fault, reject the rest of the file
         failed_line = (batch[-1][0] if batch else tally.lines_read) + 1
-        fault = {"line_no": failed_line, "reason": "file_unreadable", "detail": f"{name}: unreadable after line {failed_line - 1}: {exc}"}
-        _commit_batch(con, batch, config, now, state, tally, summary, "failed", fault)
+        # a whole-file row (line 0): the lines before the fault are ingested, the rest cannot be read
+        fault = {"line_no": 0, "reason": "file_unreadable", "detail": f"{name}: unreadable from line {failed_line} on: {exc}"}
+        _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "failed", fault)
         return
-    _commit_batch(con, batch, config, now, state, tally, summary, "complete", None)
+    _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "complete", None)
     if progress:
         progress(name, tally.lines_read, summary.bytes_read)
 
@@ -160,7 +212,7 @@ def _lines(path: Path, skip: int) -> Iterator[tuple[int, bytes]]:
                 yield line_no, raw
 
 
-def _commit_batch(con, batch, config, now, state, tally: FileTally, summary: IngestSummary, status, fault) -> None:
+def _commit_batch(con, writer, run_seen, batch, config, now, state, tally: FileTally, summary: IngestSummary, status, fault) -> None:
     name = state["file_name"]
     rejects: list[dict] = []
     raw_by_line: dict[int, str] = {}
@@ -174,9 +226,19 @@ def _commit_batch(con, batch, config, now, state, tally: FileTally, summary: Ing
         text, rec = result
         raw_by_line[line_no] = text
         items.append((line_no, rec))
-    items, dup_rejects, conflicts = _drop_known_requests(con, items, raw_by_line, name, now)
+    # decode first: a record whose prompt cannot be read must not claim its request id
+    decoded: dict[int, list] = {}
+    for line_no, rec in items:
+        try:
+            decoded[line_no] = decode_prompt(rec.prompt, rec.prompt_encoding)
+        except PromptDecodeError as exc:
+            rejects.append(_reject(line_no, Reject("prompt_undecodable", str(exc)), raw_by_line[line_no], rec))
+    items = [(n, rec) for n, rec in items if n in decoded]
+    items, dup_rejects, conflicts = _drop_known_requests(con, run_seen, items, raw_by_line, name, now)
     rejects.extend(dup_rejects)
-    frames = build_frames(items, config, name, now)
+    frames, broken = _frames_isolating_failures(items, config, name, now, decoded)
+    for line_no, rec, exc in broken:  # never expected; one odd record must not stop the landing folder
+        rejects.append(_reject(line_no, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_line[line_no], rec))
     for r in frames.rejects:
         rejects.append({**r, "raw_line": raw_by_line[r["line_no"]]})
     dropped = {r["request_id"] for r in frames.rejects}
@@ -206,39 +268,39 @@ def _commit_batch(con, batch, config, now, state, tally: FileTally, summary: Ing
         "batch_rejects": reject_df,
         "batch_conflicts": conflict_df,
     }
-    con.execute("begin transaction")
+    ledger = {
+        **state,
+        "status": status,
+        "lines_read": tally.lines_read,
+        "records_ingested": tally.records_ingested,
+        "records_rejected": tally.records_rejected,
+        "answers_rejected": tally.answers_rejected,
+        "detail": fault["detail"] if fault else None,
+        "finished_at": now if status != "partial" else None,
+    }
+    writer.submit(relations, ledger)
+
+
+def _frames_isolating_failures(items, config, name, now, decoded):
+    """build_frames on the batch; if it raises, find the records that make it raise and leave them out."""
     try:
-        for rel, df in relations.items():
-            con.register(rel, df.to_arrow())
-        run_script(con, "ingest/insert_batch")
-        run_script(
-            con,
-            "ingest/ledger_upsert",
-            {
-                **state,
-                "status": status,
-                "lines_read": tally.lines_read,
-                "records_ingested": tally.records_ingested,
-                "records_rejected": tally.records_rejected,
-                "answers_rejected": tally.answers_rejected,
-                "detail": fault["detail"] if fault else None,
-                "finished_at": now if status != "partial" else None,
-            },
-        )
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-    finally:
-        for rel in relations:
-            con.unregister(rel)
+        return build_frames(items, config, name, now, decoded), []
+    except Exception:  # noqa: BLE001 — isolate, then report each culprit as a reject row
+        good, broken = [], []
+        for item in items:
+            try:
+                build_frames([item], config, name, now, decoded)
+                good.append(item)
+            except Exception as exc:  # noqa: BLE001
+                broken.append((item[0], item[1], exc))
+        return build_frames(good, config, name, now, decoded), broken
 
 
 def _parse(raw: bytes, line_no: int, now: datetime):
     """(text, record) for a valid line; (Reject, raw text) otherwise."""
     if line_no == 1 and raw.startswith(BOM):
         raw = raw[len(BOM):]  # a UTF-8 byte order mark is an encoding artifact, not content
-    if len(raw) > MAX_LINE_BYTES:
+    if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
         text = raw[:RAW_KEEP_BYTES].decode("utf-8", "backslashreplace")
         return Reject("line_too_long", f"line of {len(raw)} bytes exceeds {MAX_LINE_BYTES}; raw_line keeps the first {RAW_KEEP_BYTES}"), text
     try:
@@ -266,11 +328,13 @@ def _reject(line_no: int, reject: Reject, raw_text: str, rec: Record | None = No
     }
 
 
-def _drop_known_requests(con, items, raw_by_line, name, now):
-    """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a conflict."""
-    seen: dict[str, tuple[str, str]] = {}
-    if items:
-        keys = pl.DataFrame({"request_id": list({rec.request_id for _, rec in items})})
+def _drop_known_requests(con, run_seen, items, raw_by_line, name, now):
+    """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a conflict.
+    Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
+    seen = run_seen
+    unknown = {rec.request_id for _, rec in items} - set(seen)
+    if unknown:
+        keys = pl.DataFrame({"request_id": list(unknown)})
         con.register("batch_keys", keys.to_arrow())
         try:
             for rid, sha, source in query(con, "ingest/existing_requests").fetchall():

@@ -50,6 +50,8 @@ def canonical(expr: pl.Expr) -> pl.Expr:
         .str.replace_all("\r", "\n", literal=True)
         .map_batches(_nfc, return_dtype=pl.String)
         .str.replace_many(FOLD_FROM, FOLD_TO)
+        # folding can remove a zero-width character or soft hyphen between a letter and its accent: compose again
+        .map_batches(_nfc, return_dtype=pl.String)
         # = \s+ → " ", but only rewrites runs of 2+ or a lone non-space whitespace: 4x faster
         .str.replace_all(r"\s{2,}|[^\S ]", " ")
         .str.strip_chars()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
@@ -15,6 +16,10 @@ EARLIEST_DAY = date(2020, 1, 1)
 FUTURE_SLACK = timedelta(days=1)
 
 REQUIRED = {"request_id": str, "logged_at": str, "surface": str, "answer_model": str, "prompt": str}
+MAX_RANK = 2**31 - 1
+# RFC 3339 date-time (section 5.6): "T"/"t" (or a space), seconds required, "Z"/"z" or ±hh:mm
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?P<tz>[Zz]|[+-]\d{2}:\d{2})?")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,18 @@ def parse_line(line: str, now: datetime) -> Record | Reject:
         return Reject("invalid_json", str(exc)[:200])
     if not isinstance(obj, dict):
         return Reject("not_an_object", f"line holds a JSON {type(obj).__name__}, not an object")
+    if _SURROGATE_ESCAPE.search(line) and _has_lone_surrogate(obj):
+        return Reject("invalid_unicode", "a \\uD800-\\uDFFF escape that is not half of a surrogate pair: not text")
     return parse_record(obj, now)
+
+
+def _has_lone_surrogate(obj) -> bool:
+    """JSON lets "\\ud800" through, but it is no character: nothing downstream can store it."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def parse_record(obj: dict, now: datetime) -> Record | Reject:
@@ -72,9 +88,11 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
         return logged_at
     if logged_at.date() < EARLIEST_DAY or logged_at > now + FUTURE_SLACK:
         return Reject("timestamp_out_of_range", f"logged_at {obj['logged_at']!r} is before {EARLIEST_DAY} or in the future")
-    encoding = obj.get("prompt_encoding") or "text"
+    encoding = obj.get("prompt_encoding")
+    if encoding is None:
+        encoding = "text"
     if not isinstance(encoding, str):
-        return Reject("wrong_type", "field 'prompt_encoding' is not a string")
+        return Reject("wrong_type", f"field 'prompt_encoding' is {type(encoding).__name__}, expected string")
     if encoding not in ENCODINGS:
         return Reject("unknown_prompt_encoding", f"prompt_encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
     template = obj.get("template")
@@ -107,15 +125,17 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
 
 
 def _parse_timestamp(value: str) -> datetime | Reject:
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return Reject("invalid_timestamp", f"logged_at {value!r} is not an RFC 3339 timestamp")
-    if "T" not in value.upper() and " " not in value:
-        return Reject("invalid_timestamp", f"logged_at {value!r} has no time of day")
-    if parsed.tzinfo is None:
+    match = _RFC3339.fullmatch(value)
+    if match is None:
+        return Reject("invalid_timestamp", f"logged_at {value!r} is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.frac]Z|±HH:MM)")
+    if match["tz"] is None:
         return Reject("timestamp_without_timezone", f"logged_at {value!r} has no UTC offset; its day is ambiguous")
-    return parsed.astimezone(timezone.utc)
+    try:
+        parsed = datetime.fromisoformat(value[:10] + "T" + value[11:].upper())
+        return parsed.astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:
+        return Reject("invalid_timestamp" if isinstance(exc, ValueError) and "range" not in str(exc) else "timestamp_out_of_range",
+                      f"logged_at {value!r}: {exc}")
 
 
 def _parse_retrieved(value: object) -> list[dict] | Reject:
@@ -134,6 +154,8 @@ def _parse_retrieved(value: object) -> list[dict] | Reject:
         rank = entry.get("rank", i + 1)
         if isinstance(rank, bool) or not isinstance(rank, int):
             return Reject("invalid_retrieved", f"retrieved[{i}].rank is not an integer")
+        if not 0 <= rank <= MAX_RANK:
+            return Reject("invalid_retrieved", f"retrieved[{i}].rank {rank} is outside 0..{MAX_RANK}")
         for opt in ("doc_id", "chunking"):
             if entry.get(opt) is not None and not isinstance(entry[opt], str):
                 return Reject("invalid_retrieved", f"retrieved[{i}].{opt} is not a string")

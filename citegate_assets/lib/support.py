@@ -22,7 +22,7 @@ from .judge.prompt import TEMPLATE_VERSION
 from .warehouse import load_sql, query
 
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
-CHUNK = 256
+CHUNK = 1024  # answers written every this many calls: a killed run keeps all but the last chunk
 HEURISTIC_PREFIX = "citegate-heuristic"
 
 RESULT_SCHEMA = {
