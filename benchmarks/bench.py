@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[dict]] = {}
 
     print("  ingest + normalization …", flush=True)
-    for i in range(a.repeats):
+    for _i in range(a.repeats):
         results.setdefault("ingest", []).append(stage("ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config))
     warehouse = work / "ingest.duckdb"
     print("  provenance gate, bare scan, reference …", flush=True)
-    for i in range(a.repeats):
+    for _i in range(a.repeats):
         results.setdefault("provenance", []).append(stage("provenance", warehouse=warehouse))
         results.setdefault("bare_scan", []).append(stage("bare_scan", warehouse=warehouse))
     results["reference"] = [stage("reference", warehouse=warehouse, config=config, sample=a.reference_sample)]
@@ -105,13 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     home = work / "dagster_home"
     home.mkdir(exist_ok=True)
     shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    for i in range(max(1, a.repeats - 1)):
+    for _i in range(max(1, a.repeats - 1)):
         results.setdefault("nightly", []).append(
             stage("nightly", warehouse=fresh(work / "nightly.duckdb"), landing=landing, config=config, day=DAY, dagster_home=home)
         )
 
     print("  judge runner against a local server with 200 ms latency …", flush=True)
-    for i in range(a.repeats):
+    for _i in range(a.repeats):
         results.setdefault("judge", []).append(
             stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=1600 if not a.quick else 320, latency_s=0.2, concurrency=32)
         )

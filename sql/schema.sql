@@ -371,3 +371,8 @@ create table if not exists weekly_breakdowns (
     value double,
     computed_at timestamptz not null
 );
+
+create table if not exists prompt_count_history (
+    checked_at timestamptz not null,
+    prompts bigint not null              -- stored prompts at each tamper check: the log never shrinks
+);

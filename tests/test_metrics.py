@@ -62,7 +62,7 @@ def build(con):
         if cid in QUEUE:
             con.execute("insert into citation_queue values (?, ?, ?, ?, ?)", [cid, rid, day, surface, QUEUE[cid]])
     latest = {}
-    for cid, outcome, minute in REVIEWS:
+    for cid, _outcome, minute in REVIEWS:
         latest[cid] = minute
     for cid, outcome, minute in REVIEWS:
         con.execute("insert into review_outcomes values (?, ?, ?, ?)", [cid, outcome, datetime(2026, 11, 20, 0, minute, tzinfo=timezone.utc), latest[cid] == minute])

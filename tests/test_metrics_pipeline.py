@@ -83,6 +83,17 @@ def test_tampered_prompt_fails_the_blocking_check_naming_it(run):
     assert not check.passed and rid in check.description
 
 
+def test_deleted_prompts_fail_the_blocking_check(run):
+    go, warehouse = run
+    assert go().success
+    with connect(warehouse) as con:
+        con.execute("delete from prompts where request_id in (select request_id from prompts order by 1 limit 2)")
+    result = go()
+    assert not result.success
+    check = checks(result)["prompts_match_their_sha256"]
+    assert not check.passed and "stored prompts went down" in check.description
+
+
 def test_analyst_session_on_the_published_copy_never_blocks_the_nightly_run(run, tmp_path):
     go, warehouse = run
     assert go().success

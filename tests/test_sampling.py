@@ -55,7 +55,7 @@ def test_policy_per_surface(sampled):
 
 def test_sql_key_equals_python_key_and_rerun_is_identical(sampled):
     first = sampled.sql("select citation_id, sample_key, selected from support_sample order by 1").fetchall()
-    for citation_id, key, selected in first[:50]:
+    for citation_id, key, _selected in first[:50]:
         assert key == pytest.approx(sample_key(citation_id), abs=1e-12)
     select_sample(sampled, START, END, CONFIG)
     assert sampled.sql("select citation_id, sample_key, selected from support_sample order by 1").fetchall() == first

@@ -103,15 +103,28 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     asset="prompts",
     blocking=True,
     pool=DUCKDB_POOL,
-    description="Every stored prompt still hashes to the sha256 recorded when it was ingested (the prompt log is immutable).",
+    description="Every stored prompt still hashes to the sha256 recorded when it was ingested, and the number of "
+    "stored prompts never goes down (the prompt log is immutable).",
 )
 def prompts_match_their_sha256(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.connect() as con:
         tampered = query(con, "metric_tables/check_prompt_hashes").pl()
         [(stored,)] = con.sql("select count(*) from prompts").fetchall()
+        [(most,)] = con.sql("select coalesce(max(prompts), 0) from prompt_count_history").fetchall()
+        con.execute("insert into prompt_count_history values (now(), $n)", {"n": stored})
     ids = tampered["request_id"].to_list()
+    problems = []
+    if ids:
+        problems.append(f"{len(ids)} stored prompts no longer match their sha256: {', '.join(ids[:20])}")
+    if stored < most:
+        problems.append(f"stored prompts went down from {most} to {stored}: rows were deleted from the prompt log")
     return dg.AssetCheckResult(
-        passed=not ids,
-        description=f"{len(ids)} stored prompts no longer match their sha256: {', '.join(ids[:20])}" if ids else f"{stored} prompts verified",
-        metadata={"prompts_checked": stored, "mismatched": len(ids), "request_ids": dg.MetadataValue.md(markdown_table(tampered))},
+        passed=not problems,
+        description="; ".join(problems) if problems else f"{stored} prompts verified",
+        metadata={
+            "prompts_checked": stored,
+            "most_ever_stored": most,
+            "mismatched": len(ids),
+            "request_ids": dg.MetadataValue.md(markdown_table(tampered)),
+        },
     )
