@@ -74,6 +74,27 @@ def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     )
 
 
+def _dep(asset: str, column: str) -> dg.TableColumnDep:
+    return dg.TableColumnDep(asset_key=dg.AssetKey(asset), column_name=column)
+
+
+# which upstream columns each published column is computed from (the UI draws it)
+COLUMN_LINEAGE = dg.TableColumnLineage(
+    deps_by_column={
+        "week_start": [_dep("provenance_results", "day")],
+        "surface": [_dep("provenance_results", "surface")],
+        "definition_version": [_dep("metric_definitions", "version")],
+        "numerator": [
+            _dep("provenance_results", "reason"),
+            _dep("support_verdicts", "verdict"),
+            _dep("numeric_checks", "numeric_ok"),
+            _dep("review_outcomes", "outcome"),
+        ],
+        "denominator": [_dep("provenance_results", "citation_id"), _dep("support_verdicts", "citation_id"), _dep("citation_queue", "citation_id")],
+    }
+)
+
+
 def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(name, asset="weekly_surface_metrics", blocking=blocking, description=description)
 
@@ -146,6 +167,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             "latest_week": dg.MetadataValue.md(markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)),
             "chart": dg.MetadataValue.md(f"![weekly rates per surface]({png_data_uri(chart)})"),
             "chart_path": dg.MetadataValue.path(str(chart)),
+            "dagster/column_lineage": COLUMN_LINEAGE,
             "definitions": dg.MetadataValue.md("\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)),
         },
         check_results=checks,

@@ -12,7 +12,7 @@ import duckdb
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 # Bounded memory for a nightly run on a laptop; DuckDB spills beyond it.
-DEFAULT_SETTINGS = {"memory_limit": "2GB", "preserve_insertion_order": False}
+DEFAULT_SETTINGS = {"memory_limit": "4GB", "preserve_insertion_order": False}
 
 
 class WarehouseLockedError(RuntimeError):
