@@ -6,6 +6,7 @@ import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.numbers import extract_quantities, missing_quantities
+from citegate_assets.lib.provenance import BUCKETS
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items
@@ -42,7 +43,7 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     start, end = partition_days(context)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = query(con, "support/passages", params).pl()
+        rows = passages_by_bucket(con, params)
     claims, passages = rows["claim"].to_list(), rows["passage"].to_list()
     found = [[_canonical(q) for q in extract_quantities(c)] for c in claims]
     missing = [[_canonical(q) for q in missing_quantities(c, p)] for c, p in zip(claims, passages)]
@@ -80,7 +81,7 @@ def support_verdicts(
     the_judge = judge.build(config)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = query(con, "support/passages", params).pl().filter(pl.col("selected"))
+        rows = passages_by_bucket(con, params).filter(pl.col("selected"))
         numeric = dict(
             con.sql("select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params).fetchall()
         )
@@ -123,6 +124,12 @@ def support_verdicts(
             "by_surface": dg.MetadataValue.md(markdown_table(summary, 40)),
         }
     )
+
+
+def passages_by_bucket(con, params: dict) -> pl.DataFrame:
+    """support/passages for the window, one bucket of requests at a time (bounded join memory)."""
+    parts = [query(con, "support/passages", {**params, "buckets": BUCKETS, "bucket": b}).pl() for b in range(BUCKETS)]
+    return pl.concat(parts)
 
 
 def _canonical(q) -> str:

@@ -21,12 +21,17 @@ REASONS = (
 UNVERIFIABLE_REASONS = ("context_not_found",)
 
 
+# requests are gated in this many hash buckets: bounded memory at 100k prompts a day, negligible cost when small
+BUCKETS = 8
+
+
 def check_provenance(con: duckdb.DuckDBPyConnection, start: date, end: date, *, now: datetime | None = None) -> int:
     """Replace the provenance rows of days [start, end); returns the number of rows written."""
-    params = {"start": start, "end": end, "checked_at": now or datetime.now(timezone.utc)}
+    params = {"start": start, "end": end, "checked_at": now or datetime.now(timezone.utc), "buckets": BUCKETS}
     with transaction(con):
         run_script(con, "provenance/delete_days", params)
-        run_script(con, "provenance/provenance_results", params)
+        for bucket in range(BUCKETS):
+            run_script(con, "provenance/provenance_results", {**params, "bucket": bucket})
     [(n,)] = con.sql(
         "select count(*) from provenance_results where day >= $start and day < $end", params={"start": start, "end": end}
     ).fetchall()

@@ -3,11 +3,12 @@
 -- prompts.prompt_normalized, using the context block and chunk-body offsets stored at ingest.
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
 -- chunk's section the citation is ok. Only the others (a minority) are searched section by section.
+-- Run per bucket of requests ($bucket of $buckets) so a day's prompt text never sits in one join.
 insert into provenance_results
 with cit as (
     select citation_id, request_id, day, surface, chunk_id, span_normalized as span, normalization_version
     from citations
-    where day >= $start and day < $end
+    where day >= $start and day < $end and hash(request_id) % $buckets = $bucket
 ),
 first_hit as (
     select
