@@ -152,7 +152,7 @@ def render(a, r, growth, elapsed) -> str:
         ("  verdicts: gate vs reference on the sample", f"{ref['verdict_mismatches']} mismatches", "0", ok(ref["verdict_mismatches"] == 0)),
         ("ingest + normalization (MB of raw prompt/s)", spread(ing), ">= 100 MB/s", ok(statistics.median(ing) >= 100)),
         ("  ingest peak RSS (MB)", spread([x["peak_rss_mb"] for x in r["ingest"]]), "", ""),
-        (f"nightly run, one day of {a.requests:,} requests, judge off (s)", spread(nightly_s), "< 600 s", ok(statistics.median(nightly_s) < 600)),
+        (f"nightly run, one day of {a.requests:,} requests, judge off (s)", spread(nightly_s) + ("" if all(x["success"] for x in r["nightly"]) else " RUN FAILED"), "< 600 s", ok(statistics.median(nightly_s) < 600 and all(x["success"] for x in r["nightly"]))),
         ("  nightly peak RSS (MB)", spread(nightly_rss), "< 6144 MB", ok(max(nightly_rss) < 6144)),
         (f"judge runner, 200 ms latency, concurrency 32 (calls/s; ideal {ideal:.0f})", spread(judge), f">= {0.8 * ideal:.0f} (80%)", ok(statistics.median(judge) >= 0.8 * ideal)),
         ("  judge re-run: calls made", str(max(x["rerun_calls"] for x in r["judge"])), "0", ok(all(x["rerun_calls"] == 0 for x in r["judge"]))),
