@@ -22,7 +22,7 @@ UNVERIFIABLE_REASONS = ("context_not_found",)
 
 
 # requests are gated in this many hash buckets: bounded memory at 100k prompts a day, negligible cost when small
-BUCKETS = 8
+BUCKETS = 2
 
 
 def check_provenance(con: duckdb.DuckDBPyConnection, start: date, end: date, *, now: datetime | None = None) -> int:

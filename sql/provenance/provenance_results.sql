@@ -19,7 +19,7 @@ first_hit as (
         coalesce(p.context_start, 0) as context_start,
         coalesce(p.context_end, 0) as context_end
     from cit c
-    join prompts p on p.request_id = c.request_id and p.day >= $start and p.day < $end
+    join prompts p on p.request_id = c.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
 ),
 sections as (
     -- the cited chunk's section(s) in the context block (a re-split chunk can have several)
@@ -32,10 +32,11 @@ sections as (
     from first_hit f
     join prompt_sections s
         on s.request_id = f.request_id and s.chunk_id = f.chunk_id and s.day >= $start and s.day < $end
+       and hash(s.request_id) % $buckets = $bucket
     group by f.citation_id
 ),
 retrieved as (
-    select request_id, chunk_id from retrievals where day >= $start and day < $end
+    select request_id, chunk_id from retrievals where day >= $start and day < $end and hash(request_id) % $buckets = $bucket
 ),
 located as (
     select
@@ -58,7 +59,7 @@ slow as (
         any_value(strpos(substr(p.prompt_normalized, l.context_start + 1, l.context_end - l.context_start), l.span) - 1) as context_hit,
         any_value(coalesce(strpos(rt.text_normalized, l.span) > 0, false)) as in_chunk_text
     from located l
-    join prompts p on p.request_id = l.request_id and p.day >= $start and p.day < $end
+    join prompts p on p.request_id = l.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
     left join prompt_sections s
         on s.request_id = l.request_id and s.chunk_id = l.chunk_id and s.day >= $start and s.day < $end
     left join retrievals rt

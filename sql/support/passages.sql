@@ -8,7 +8,7 @@ select
     coalesce(ss.selected, false) as selected
 from provenance_results r
 join citations c on c.citation_id = r.citation_id
-join prompts p on p.request_id = r.request_id and p.day >= $start and p.day < $end
+join prompts p on p.request_id = r.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
 join prompt_sections s
     on s.request_id = r.request_id and s.chunk_id = r.chunk_id and s.day >= $start and s.day < $end
    and r.found_start >= s.body_start and r.found_end <= s.body_end
