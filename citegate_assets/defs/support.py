@@ -6,7 +6,6 @@ import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.numbers import extract_quantities, missing_quantities
-from citegate_assets.lib.provenance import BUCKETS
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items
@@ -126,9 +125,13 @@ def support_verdicts(
     )
 
 
+# the passages query carries each cited section's text: 8 buckets keep a 100k-request day under DuckDB's 4 GB
+PASSAGE_BUCKETS = 8
+
+
 def passages_by_bucket(con, params: dict) -> pl.DataFrame:
     """support/passages for the window, one bucket of requests at a time (bounded join memory)."""
-    parts = [query(con, "support/passages", {**params, "buckets": BUCKETS, "bucket": b}).pl() for b in range(BUCKETS)]
+    parts = [query(con, "support/passages", {**params, "buckets": PASSAGE_BUCKETS, "bucket": b}).pl() for b in range(PASSAGE_BUCKETS)]
     return pl.concat(parts)
 
 
