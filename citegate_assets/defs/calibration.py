@@ -10,7 +10,7 @@ from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
 from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import query, run_script, transaction
+from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
 
@@ -72,12 +72,8 @@ def judge_calibration(
     params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_calibration", params)
-        con.register("new_calibration", summary.to_arrow())
-        con.register("new_confusion", matrix.to_arrow())
-        con.execute("insert into judge_calibration by name select * from new_calibration")
-        con.execute("insert into judge_calibration_confusion by name select * from new_confusion")
-        con.unregister("new_calibration")
-        con.unregister("new_confusion")
+        append_frame(con, "judge_calibration", summary)
+        append_frame(con, "judge_calibration_confusion", matrix)
     pivot = matrix.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
     return dg.MaterializeResult(
         metadata={
@@ -116,9 +112,7 @@ def support_gate_status(context: dg.AssetExecutionContext, warehouse: WarehouseR
     )
     with warehouse.connect() as con, transaction(con):
         con.execute("delete from support_gate_status")
-        con.register("new_status", frame.to_arrow())
-        con.execute("insert into support_gate_status by name select * from new_status")
-        con.unregister("new_status")
+        append_frame(con, "support_gate_status", frame)
     return dg.MaterializeResult(
         metadata={"dagster/row_count": frame.height, "status": dg.MetadataValue.md(markdown_table(frame.select("surface", "stakes", "status", "why")))}
     )

@@ -11,7 +11,7 @@ from citegate_assets.lib.chart import png_data_uri, rates_chart_png
 from citegate_assets.lib.metrics import HEADLINE, compute_metrics, load_definitions, lock_problems, read_lock
 from citegate_assets.lib.publish import publish_copy
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.warehouse import query, transaction
+from citegate_assets.lib.warehouse import append_frame, query, transaction
 
 from .resources import DUCKDB_POOL, WarehouseResource
 
@@ -53,9 +53,7 @@ def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     ).with_columns(recorded_at=pl.lit(now, dtype=UTC))
     with warehouse.connect() as con, transaction(con):
         con.execute("delete from metric_definitions")
-        con.register("new_definitions", frame.to_arrow())
-        con.execute("insert into metric_definitions by name select * from new_definitions")
-        con.unregister("new_definitions")
+        append_frame(con, "metric_definitions", frame)
     for p in problems:
         context.log.error(p)
     return dg.MaterializeResult(

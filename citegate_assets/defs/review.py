@@ -10,7 +10,7 @@ from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
 from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import query, run_script, transaction
+from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
@@ -78,9 +78,7 @@ def best_evidence(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
     frame = pl.DataFrame(rows, schema=schema).with_columns(computed_at=pl.lit(datetime.now(timezone.utc), dtype=UTC))
     with warehouse.connect() as con, transaction(con):
         run_script(con, "review/delete_best_evidence", params)
-        con.register("new_best_evidence", frame.to_arrow())
-        con.execute("insert into best_evidence by name select * from new_best_evidence")
-        con.unregister("new_best_evidence")
+        append_frame(con, "best_evidence", frame)
     causes = frame.group_by("surface", "cause").len().sort("surface", "cause")
     return dg.MaterializeResult(
         metadata={
@@ -126,12 +124,8 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         # the log is the source of truth and is only ever appended to: rebuilding from it is idempotent
         con.execute("delete from review_outcomes")
         con.execute("delete from review_rejects")
-        con.register("new_outcomes", outcomes.to_arrow())
-        con.register("new_review_rejects", rejects.to_arrow())
-        con.execute("insert into review_outcomes by name select * from new_outcomes")
-        con.execute("insert into review_rejects by name select * from new_review_rejects")
-        con.unregister("new_outcomes")
-        con.unregister("new_review_rejects")
+        append_frame(con, "review_outcomes", outcomes)
+        append_frame(con, "review_rejects", rejects)
         run_script(con, "review/refresh_status")
         escalations = query(con, "review/escalations").pl()
     in_force = outcomes.filter("is_latest").group_by("outcome").len().sort("outcome")

@@ -9,7 +9,7 @@ from citegate_assets.lib.numbers import extract_quantities, missing_quantities
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import query, run_script, transaction
+from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
 from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
@@ -55,9 +55,7 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     )
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_numeric", params)
-        con.register("new_numeric_checks", checks.to_arrow())
-        con.execute("insert into numeric_checks by name select * from new_numeric_checks")
-        con.unregister("new_numeric_checks")
+        append_frame(con, "numeric_checks", checks)
     mismatches = checks.filter(~pl.col("numeric_ok"))
     return dg.MaterializeResult(
         metadata={
@@ -104,9 +102,7 @@ def support_verdicts(
     )
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_verdicts", params)
-        con.register("new_support_verdicts", verdicts.to_arrow())
-        con.execute("insert into support_verdicts by name select * from new_support_verdicts")
-        con.unregister("new_support_verdicts")
+        append_frame(con, "support_verdicts", verdicts)
         summary = query(con, "support/verdicts_by_surface", params).pl()
     same_model = verdicts.filter(pl.col("judge_is_answer_model")).height
     if same_model:

@@ -84,3 +84,13 @@ def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None)
     text = load_sql(name)
     used = {k: v for k, v in (params or {}).items() if f"${k}" in text}
     return con.sql(text, params=used) if used else con.sql(text)
+
+
+def append_frame(con: duckdb.DuckDBPyConnection, table: str, frame) -> None:
+    """Append a polars frame to a table by column name (table names are code constants)."""
+    name = f"new_{table}"
+    con.register(name, frame.to_arrow())
+    try:
+        con.execute(f"insert into {table} by name select * from {name}")
+    finally:
+        con.unregister(name)
