@@ -3,8 +3,10 @@ identifiers, and when a claim quantity is present in a passage."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from citegate_assets.lib.normalize import normalize_text
@@ -211,3 +213,165 @@ def test_decimals_are_canonical(whole, cents):
 def test_ranges_give_both_ends(a, b):
     for sep in ("-", " - ", " to "):
         assert vu(f"{a}{sep}{b} seats") == [(str(a), None), (str(b), None)]
+
+
+# ------------------------------------------------------------- ranges join only like quantities
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # a growth rate and an amount are two quantities, not a range: the scale stays on the amount
+        ("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")]),
+        ("Revenue grew 12 percent to 4.5 million dollars", [("12", "%"), ("4500000", "USD")]),
+        ("$4.5 million - 12%", [("4500000", "USD"), ("12", "%")]),
+        ("$4.5bn-12%", [("4500000000", "USD"), ("12", "%")]),  # the hyphen after an amount is not an identifier's
+        ("between 12% and \u20ac4.5 million", [("12", "%"), ("4500000", "EUR")]),
+        ("12% to 4.5 million users", [("12", "%"), ("4500000", None)]),
+        ("3 million to 12%", [("3000000", None), ("12", "%")]),  # a percentage takes no multiplier
+        ("$10 to \u20ac20", [("10", "USD"), ("20", "EUR")]),  # other currencies: not a range
+        # like quantities still make a range that shares the unit or multiplier written once
+        ("$3 to 5 million", [("3000000", "USD"), ("5000000", "USD")]),
+        ("3-5 million", [("3000000", None), ("5000000", None)]),
+        ("3 to 4.5 million dollars", [("3000000", "USD"), ("4500000", "USD")]),
+        ("$4.5 million-$5 million", [("4500000", "USD"), ("5000000", "USD")]),
+        ("12 to 15%", [("12", "%"), ("15", "%")]),
+        ("12% - 15%", [("12", "%"), ("15", "%")]),
+    ],
+)
+def test_ranges_join_only_like_quantities(text, expected):
+    assert vu(text) == expected
+
+
+def test_growth_rate_and_amount_regression():
+    # issue 11 item 7: "12% to $4.5 million" was one range, the scale applied to both ends (12000000 %)
+    claim = "Revenue grew 12% to $4.5 million"
+    for passage in (
+        "In fiscal 2025 revenue grew 12% to $4.5 million, the annual report says.",
+        "Revenue grew 12%, to $4.5 million.",
+        "Revenue reached $4.5 million after it grew 12%.",
+        "Margins went from 9% to 12% to $4.5 million",  # the passage pairs 9%-12%, the claim's 12% is still there
+    ):
+        assert missing_quantities(claim, passage) == [], passage
+    assert [(q.value, q.unit) for q in missing_quantities(claim, "Revenue grew 12% to $4.6 million.")] == [
+        ("4500000", "USD")
+    ]
+    assert [(q.value, q.unit) for q in missing_quantities(claim, "Revenue grew 15% to $4.5 million.")] == [("12", "%")]
+
+
+# Property tests over phrasings of "a percentage and a currency amount with a scale word".
+FAST = settings(max_examples=200, deadline=None, database=None)  # no .hypothesis folder written into the tree
+
+_SCALES = [(" thousand", 3), (" million", 6), (" Million", 6), (" billion", 9), ("k", 3), ("K", 3), (" mn", 6),
+           ("mn", 6), (" bn", 9), ("bn", 9)]
+_PREFIXES = [("$", "USD"), ("US$", "USD"), ("USD ", "USD"), ("\u20ac", "EUR"), ("EUR ", "EUR"), ("\u00a3", "GBP"),
+             ("GBP", "GBP")]
+_SUFFIXES = [(" dollars", "USD"), (" US dollars", "USD"), (" USD", "USD"), (" euros", "EUR"), (" EUR", "EUR"),
+             (" pounds sterling", "GBP"), (" GBP", "GBP")]
+_PERCENTS = ["%", " %", " percent", " per cent", " Percent"]
+_SEPARATORS = [" to ", "-", " - ", "\u2013", " \u2013 ", " \u2014 ", " through ", " and ", " TO "]
+_LEADS = ["Revenue grew ", "Growth was ", "", "Up ", "between ", "The figures were "]
+_TRAILS = ["", ".", " last year.", ", the report says.", " in the year.", " (unaudited)."]
+# surrounding text for a verbatim quote: may hold other numbers and ranges right next to the claim
+_BEFORE = ["", "In 2025, ", "Q3 update: ", "Margins went from 9% to ", "Costs rose from $3 million to ", "It reported 3 - ",
+           "See kb-0042#c3. ", "Staff grew 10-20 seats; ", "between "]
+_AFTER = ["", " Staff grew 10-20 seats.", ", up from $4 million in 2024.", " to $5 million by 2026.", "-15%", " - 3 to 5 million users.",
+          "; margins were 8-9%."]
+
+
+def _canon(d: Decimal) -> str:
+    text = format(d.normalize(), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+@st.composite
+def _number(draw, max_whole: int) -> tuple[str, Decimal]:
+    whole = draw(st.integers(1, max_whole))
+    decimals = draw(st.sampled_from([0, 0, 1, 2]))
+    frac = draw(st.integers(0, 10**decimals - 1)) if decimals else 0
+    text = f"{whole}.{frac:0{decimals}d}" if decimals else str(whole)
+    return text, Decimal(text)
+
+
+@st.composite
+def _percent(draw) -> tuple[str, tuple[str, str]]:
+    text, value = draw(_number(99))
+    return text + draw(st.sampled_from(_PERCENTS)), (_canon(value), "%")
+
+
+@st.composite
+def _amount(draw) -> tuple[str, tuple[str, str]]:
+    number, value = draw(_number(999))
+    scale, exponent = draw(st.sampled_from(_SCALES))
+    if draw(st.booleans()):
+        prefix, unit = draw(st.sampled_from(_PREFIXES + [("$", "USD")]))
+        if draw(st.booleans()):
+            scale, exponent = "M", 6  # "$5M": M only on money
+        text = prefix + number + scale
+    else:
+        suffix, unit = draw(st.sampled_from(_SUFFIXES))
+        text = number + scale + suffix
+    return text, (_canon(value * 10**exponent), unit)
+
+
+@st.composite
+def _claim(draw, percent=_percent(), amount=_amount()) -> tuple[str, list, str, str]:
+    """(claim, its quantities in order, the percentage as written, the amount as written)"""
+    pct, pct_q = draw(percent)
+    amt, amt_q = draw(amount)
+    first, second = (pct, amt) if draw(st.booleans()) else (amt, pct)
+    lead, trail = draw(st.sampled_from(_LEADS)), draw(st.sampled_from(_TRAILS))
+    claim = lead + first + draw(st.sampled_from(_SEPARATORS)) + second + trail
+    expected = [pct_q, amt_q] if first is pct else [amt_q, pct_q]
+    return claim, expected, pct, amt
+
+
+@FAST
+@given(_claim(), st.sampled_from(_BEFORE), st.sampled_from(_AFTER))
+@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+         "In fiscal 2025 revenue grew ", " in the year.")
+@example(("12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"), "Margins went from 9% to ", "")
+def test_percentage_and_amount_quoted_verbatim_never_mismatch(case, before, after):
+    claim, expected, _, _ = case
+    claim_n = normalize_text(claim)
+    passage = normalize_text(before + claim + after)
+    assert vu(claim_n) == expected  # two quantities, each with its own unit and scale
+    assert missing_quantities(claim_n, passage) == []
+
+
+# a different amount: another number, another scale word, or another currency
+_OTHER_AMOUNT = st.one_of(
+    _amount(),
+    st.builds(lambda n, s: (f"${n[0]}{s[0]}", (_canon(n[1] * 10 ** s[1]), "USD")), _number(999), st.sampled_from(_SCALES)),
+)
+
+
+@FAST
+@given(_claim(), _OTHER_AMOUNT, st.sampled_from(["", "In 2025, ", "Staff grew 10-20 seats; "]),
+       st.sampled_from(["", " last year.", " Staff grew 10-20 seats."]))
+@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+         ("$4.6 million", ("4600000", "USD")), "", "")
+@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+         ("$4.5 billion", ("4500000000", "USD")), "", "")
+@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+         ("\u20ac4.5 million", ("4500000", "EUR")), "", "")
+def test_percentage_and_amount_with_another_amount_is_a_mismatch(case, other, before, after):
+    claim, expected, pct, amt = case
+    other_text, other_q = other
+    amt_q = next(q for q in expected if q[1] != "%")
+    assume(other_q != amt_q)
+    passage = normalize_text(before + claim.replace(amt, other_text, 1) + after)
+    got = [(q.value, q.unit) for q in missing_quantities(normalize_text(claim), passage)]
+    assert got == [amt_q]
+
+
+@FAST
+@given(_claim(), _percent())
+def test_percentage_and_amount_with_another_percentage_is_a_mismatch(case, other):
+    claim, expected, pct, amt = case
+    other_text, other_q = other
+    pct_q = next(q for q in expected if q[1] == "%")
+    assume(other_q != pct_q)
+    passage = normalize_text("In 2025, " + claim.replace(pct, other_text, 1))
+    got = [(q.value, q.unit) for q in missing_quantities(normalize_text(claim), passage)]
+    assert got == [pct_q]

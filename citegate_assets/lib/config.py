@@ -1,9 +1,17 @@
-"""citegate.toml: surfaces and their policy, template profiles. Unknown keys are errors that name the key."""
+"""citegate.toml: surfaces and their policy, template profiles, judge, calibration, queue, ingest.
+
+Every key is checked at load time, for its type and its range; an error names the file and the dotted
+key (`citegate.toml: judge.concurrency = 0: expected an integer >= 1`). Unknown keys are errors too.
+Booleans never count as numbers, and integer keys refuse floats.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -17,39 +25,161 @@ class ConfigError(ValueError):
     pass
 
 
+class _Bad(Exception):
+    """A problem found while parsing; parse_config prefixes the file name and raises ConfigError."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks: each takes (dotted key, value) and returns the value to keep, or raises _Bad naming the key.
+
+Check = Callable[[str, object], object]
+
+
+def _bad(key: str, value: object, expected: str) -> _Bad:
+    return _Bad(f"{key} = {value!r}: expected {expected}")
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _integer(minimum: int) -> Check:
+    def check(key: str, value: object) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise _bad(key, value, f"an integer >= {minimum}")
+        return value
+
+    return check
+
+
+def _number(low: float, high: float | None = None, *, low_open: bool = False, high_open: bool = False) -> Check:
+    """A finite int or float in the range; kept as a float."""
+    if high is None:
+        expected = f"a number {'>' if low_open else '>='} {low:g}"
+    else:
+        expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def check(key: str, value: object) -> float:
+        ok = _is_number(value) and (value > low if low_open else value >= low)
+        if ok and high is not None:
+            ok = value < high if high_open else value <= high
+        if not ok:
+            raise _bad(key, value, expected)
+        return float(value)
+
+    return check
+
+
+def _string(*, non_empty: bool = False) -> Check:
+    def check(key: str, value: object) -> str:
+        if not isinstance(value, str) or (non_empty and not value.strip()):
+            raise _bad(key, value, "a non-empty string" if non_empty else "a string")
+        return value
+
+    return check
+
+
+def _choice(options: tuple[str, ...]) -> Check:
+    def check(key: str, value: object) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise _bad(key, value, f"one of {', '.join(options)}")
+        return value
+
+    return check
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_name(key: str, value: object) -> str:
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise _bad(key, value, "the name of an environment variable (letters, digits, _; not starting with a digit)")
+    return value
+
+
+def _base_url(key: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise _bad(key, value, 'a string: "" or a URL starting with http:// or https://')
+    if value and not value.startswith(("http://", "https://")):
+        # the value itself is not echoed: a URL may carry credentials
+        raise _Bad(f'{key}: expected "" (the offline judge) or a URL starting with http:// or https://')
+    return value
+
+
+def _prices(key: str, value: object) -> dict:
+    """model -> {input, output}: USD per million tokens, non-negative numbers."""
+    table = _table(key, value)
+    out = {}
+    for model, price in table.items():
+        at = f"{key}.{_key_part(model)}"
+        price = _table(at, price)
+        _reject_unknown(price, {"input", "output"}, at)
+        for side in ("input", "output"):
+            if side not in price:
+                raise _Bad(f"[{at}] is missing required key '{side}' (USD per 1M tokens)")
+        out[model] = {side: _number(0)(f"{at}.{side}", price[side]) for side in ("input", "output")}
+    return out
+
+
+def _owners(key: str, value: object) -> dict:
+    """reason -> owner, for the reasons in QUEUE_REASONS."""
+    table = _table(key, value)
+    for reason, owner in table.items():
+        if reason not in QUEUE_REASONS:
+            raise _Bad(f"{key}.{_key_part(reason)}: unknown reason (expected one of {', '.join(QUEUE_REASONS)})")
+        _string(non_empty=True)(f"{key}.{reason}", owner)
+    return dict(table)
+
+
+def _opt(default, check: Check, **kwargs):
+    """A config field: its default and the check its value from the file must pass."""
+    return field(default=default, metadata={"check": check}, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sections
+
+
 @dataclass(frozen=True)
 class SurfacePolicy:
     name: str
-    stakes: str = "low"
-    sample_rate: float = 0.1
-    template: str = "plain-list"
-    owner: str = "unassigned"
+    stakes: str = _opt("low", _choice(STAKES))
+    sample_rate: float = _opt(0.1, _number(0, 1))
+    template: str = _opt("plain-list", _string())  # must also name a built-in or [templates.NAME] profile
+    owner: str = _opt("unassigned", _string(non_empty=True))
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     """[judge]: the support judge. An empty base_url means the offline heuristic judge."""
 
-    base_url: str = ""
-    model: str = "gpt-4.1-mini"
-    api_key_env: str = "CITEGATE_JUDGE_API_KEY"  # the name of the variable holding the key, never the key
-    concurrency: int = 8
-    timeout_s: float = 30.0
-    max_tokens: int = 5
-    max_retries: int = 5
-    backoff_base_s: float = 0.5
-    backoff_max_s: float = 30.0
-    breaker_threshold: int = 10
-    prices: dict = field(default_factory=dict)  # model -> {"input": USD per 1M tokens, "output": ...}
+    base_url: str = _opt("", _base_url)
+    model: str = _opt("gpt-4.1-mini", _string(non_empty=True))
+    # the name of the variable holding the key, never the key
+    api_key_env: str = _opt("CITEGATE_JUDGE_API_KEY", _env_name)
+    concurrency: int = _opt(8, _integer(1))
+    timeout_s: float = _opt(30.0, _number(0, low_open=True))
+    max_tokens: int = _opt(5, _integer(1))
+    max_retries: int = _opt(5, _integer(0))
+    backoff_base_s: float = _opt(0.5, _number(0))
+    backoff_max_s: float = _opt(30.0, _number(0, low_open=True))
+    breaker_threshold: int = _opt(10, _integer(1))
+    # model -> {"input": USD per 1M tokens, "output": ...}
+    prices: dict = field(default_factory=dict, metadata={"check": _prices})
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
     """[calibration]: where hand labels live and when a support gate counts as enforced."""
 
-    labels: str = "labels"  # folder (or file) of JSONL/CSV hand labels, relative to the config file
-    false_pass_threshold: float = 0.10  # the 95% Wilson upper bound must be under this
-    min_negatives: int = 30  # ... and rest on at least this many human no/partial labels
+    # folder (or file) of JSONL/CSV hand labels, relative to the config file
+    labels: str = _opt("labels", _string(non_empty=True))
+    # the 95% Wilson upper bound must be under this
+    false_pass_threshold: float = _opt(0.10, _number(0, 1, low_open=True, high_open=True))
+    # ... and rest on at least this many human no/partial labels
+    min_negatives: int = _opt(30, _integer(0))
 
 
 QUEUE_REASONS = (
@@ -71,9 +201,28 @@ QUEUE_REASONS = (
 class QueueConfig:
     """[queue]: owners per reason, where reviewers' decisions are logged, best-evidence effort."""
 
-    reviews: str = "data/reviews"  # folder of the append-only reviews log, relative to the config file
-    best_evidence_k: int = 2  # at most this many other passages judged per support failure
-    owners: dict = field(default_factory=dict)  # reason -> owner; a reason without one goes to the surface's owner
+    # folder of the append-only reviews log, relative to the config file
+    reviews: str = _opt("data/reviews", _string(non_empty=True))
+    # at most this many other passages judged per support failure
+    best_evidence_k: int = _opt(2, _integer(0))
+    # reason -> owner; a reason without one goes to the surface's owner
+    owners: dict = field(default_factory=dict, metadata={"check": _owners})
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """[ingest]: how landing files are read.
+
+    settle_seconds (default 300): an unterminated last line of a file, or a file still changing, is
+        held back until the file has not changed for this many seconds; a number >= 0.
+    max_line_bytes (default 33554432, 32 MiB): the longest line read; an integer >= 1024.
+    max_decompressed_bytes (default 4294967296, 4 GiB): the most bytes a single .gz file may
+        decompress to; an integer >= 1024.
+    """
+
+    settle_seconds: float = _opt(300.0, _number(0))
+    max_line_bytes: int = _opt(33554432, _integer(1024))
+    max_decompressed_bytes: int = _opt(4294967296, _integer(1024))
 
 
 @dataclass(frozen=True)
@@ -84,6 +233,7 @@ class Config:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
 
     def base_dir(self) -> Path:
         """Relative paths in the file are relative to the file."""
@@ -97,14 +247,10 @@ class Config:
         return self.templates.get(name)
 
 
-_TOP_KEYS = {"surfaces", "templates", "judge", "calibration", "queue"}
-_QUEUE_KEYS = {f.name for f in fields(QueueConfig)}
-_JUDGE_KEYS = {f.name for f in fields(JudgeConfig)}
-_CALIBRATION_KEYS = {f.name for f in fields(CalibrationConfig)}
-_NUMBER_KEYS = {"concurrency", "timeout_s", "max_tokens", "max_retries", "backoff_base_s", "backoff_max_s",
-                "breaker_threshold", "false_pass_threshold", "min_negatives", "best_evidence_k"}
-_SURFACE_KEYS = {f.name for f in fields(SurfacePolicy)} - {"name"}
+_SECTIONS = {"judge": JudgeConfig, "calibration": CalibrationConfig, "queue": QueueConfig, "ingest": IngestConfig}
+_TOP_KEYS = {"surfaces", "templates", *_SECTIONS}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}
+_PROFILE_REQUIRED = ("context_start", "chunk_header")
 
 
 def config_path(explicit: str | os.PathLike | None = None) -> Path | None:
@@ -131,77 +277,77 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
 
 
 def parse_config(raw: dict, path: str | None) -> Config:
-    where = path or "citegate.toml"
-    _reject_unknown(raw, _TOP_KEYS, where, "")
+    try:
+        return _parse(raw, path)
+    except _Bad as exc:
+        raise ConfigError(f"{path or 'citegate.toml'}: {exc}") from None
+
+
+def _parse(raw: dict, path: str | None) -> Config:
+    _reject_unknown(raw, _TOP_KEYS, "")
     templates = dict(BUILTIN_PROFILES)
-    for name, table in _tables(raw.get("templates", {}), where, "templates"):
-        key = f"templates.{name}"
-        _reject_unknown(table, _PROFILE_KEYS, where, key)
-        for required in ("context_start", "chunk_header"):
-            if required not in table:
-                raise ConfigError(f"{where}: [{key}] is missing required key '{required}'")
-        try:
-            profile = Profile(name=name, **table)
-            validate_profile(profile, f"{where}: {key}")
-        except (TypeError, ProfileError) as exc:
-            raise ConfigError(str(exc)) from None
-        templates[name] = profile
+    for name, table in _tables(raw.get("templates", {}), "templates"):
+        templates[name] = _profile(name, table)
     surfaces: dict[str, SurfacePolicy] = {}
-    for name, table in _tables(raw.get("surfaces", {}), where, "surfaces"):
-        key = f"surfaces.{name}"
-        _reject_unknown(table, _SURFACE_KEYS, where, key)
-        policy = SurfacePolicy(name=name, **table)
-        if policy.stakes not in STAKES:
-            raise ConfigError(f"{where}: {key}.stakes = {policy.stakes!r}: expected one of {', '.join(STAKES)}")
-        if not isinstance(policy.sample_rate, (int, float)) or not 0 <= policy.sample_rate <= 1:
-            raise ConfigError(f"{where}: {key}.sample_rate = {policy.sample_rate!r}: expected a number in [0, 1]")
+    for name, table in _tables(raw.get("surfaces", {}), "surfaces"):
+        key = f"surfaces.{_key_part(name)}"
+        policy = _build(SurfacePolicy, table, key, name=name)
         if policy.template not in templates:
-            raise ConfigError(
-                f"{where}: {key}.template = {policy.template!r}: no such template "
+            raise _Bad(
+                f"{key}.template = {policy.template!r}: no such template "
                 f"(built-in: {', '.join(BUILTIN_PROFILES)}; or define [templates.{policy.template}])"
             )
         surfaces[name] = policy
     surfaces.setdefault(DEFAULT_SURFACE, SurfacePolicy(name=DEFAULT_SURFACE))
-    judge = JudgeConfig(**_section(raw, "judge", _JUDGE_KEYS, where))
-    for model, price in judge.prices.items():
-        if not isinstance(price, dict) or set(price) != {"input", "output"}:
-            raise ConfigError(f"{where}: judge.prices.{model} must be a table with 'input' and 'output' (USD per 1M tokens)")
-    calibration = CalibrationConfig(**_section(raw, "calibration", _CALIBRATION_KEYS, where))
-    if not 0 < calibration.false_pass_threshold < 1:
-        raise ConfigError(f"{where}: calibration.false_pass_threshold must be in (0, 1)")
-    queue = QueueConfig(**_section(raw, "queue", _QUEUE_KEYS, where))
-    for reason, owner in queue.owners.items():
-        if reason not in QUEUE_REASONS:
-            raise ConfigError(f"{where}: queue.owners.{reason}: unknown reason (expected one of {', '.join(QUEUE_REASONS)})")
-        if not isinstance(owner, str) or not owner.strip():
-            raise ConfigError(f"{where}: queue.owners.{reason} must be a non-empty string")
-    return Config(path=path, surfaces=surfaces, templates=templates, judge=judge, calibration=calibration, queue=queue)
+    sections = {key: _build(cls, _table(key, raw.get(key, {})), key) for key, cls in _SECTIONS.items()}
+    return Config(path=path, surfaces=surfaces, templates=templates, **sections)
 
 
-def _section(raw: dict, key: str, allowed: set[str], where: str) -> dict:
-    table = raw.get(key, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [{key}] must be a table")
-    _reject_unknown(table, allowed, where, key)
-    for name, value in table.items():
-        if name in _NUMBER_KEYS and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise ConfigError(f"{where}: {key}.{name} = {value!r}: expected a non-negative number")
-    return table
+def _build(cls, table: dict, key: str, **fixed):
+    """An instance of the config dataclass cls from its table, each value passed through its field's check."""
+    checks = {f.name: f.metadata["check"] for f in fields(cls) if "check" in f.metadata}
+    _reject_unknown(table, set(checks), key)
+    values = {name: checks[name](f"{key}.{name}", value) for name, value in table.items()}
+    return cls(**fixed, **values)
 
 
-def _tables(section: object, where: str, key: str):
-    if not isinstance(section, dict):
-        raise ConfigError(f"{where}: [{key}] must be a table")
-    for name, table in section.items():
-        if not isinstance(table, dict):
-            raise ConfigError(f"{where}: [{key}.{name}] must be a table")
-        yield name, table
+def _profile(name: str, table: dict) -> Profile:
+    key = f"templates.{_key_part(name)}"
+    _reject_unknown(table, _PROFILE_KEYS, key)
+    for required in _PROFILE_REQUIRED:
+        if required not in table:
+            raise _Bad(f"[{key}] is missing required key '{required}'")
+    for field_name, value in table.items():
+        _string()(f"{key}.{field_name}", value)  # every profile field is a string (a regex, a choice or text)
+    profile = Profile(name=name, **table)
+    try:
+        validate_profile(profile, key)
+    except ProfileError as exc:
+        raise _Bad(str(exc)) from None
+    return profile
 
 
-def _reject_unknown(table: dict, allowed: set[str], where: str, key: str) -> None:
+def _table(key: str, value: object) -> dict:
+    if not isinstance(value, dict):
+        raise _Bad(f"[{key}] must be a table, got {value!r}")
+    return value
+
+
+def _tables(section: object, key: str):
+    for name, table in _table(key, section).items():
+        yield name, _table(f"{key}.{_key_part(name)}", table)
+
+
+def _key_part(name: str) -> str:
+    """One part of a dotted key as TOML spells it: bare when it can be, quoted otherwise."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _reject_unknown(table: dict, allowed: set[str], key: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
         prefix = f"{key}." if key else ""
-        raise ConfigError(
-            f"{where}: unknown key '{prefix}{unknown[0]}' (allowed in [{key or 'top level'}]: {', '.join(sorted(allowed))})"
+        raise _Bad(
+            f"unknown key '{prefix}{_key_part(unknown[0])}' "
+            f"(allowed in [{key or 'top level'}]: {', '.join(sorted(allowed))})"
         )

@@ -19,6 +19,11 @@ What counts as a quantity
   separate quantities. A unit or multiplier written on one end only is shared by both ("10-20%" ->
   10 % and 20 %; "$10-20" -> 10 USD and 20 USD; "1-2 million" -> 1000000 and 2000000). Each end's
   `text` is the whole range as written.
+- A range joins only like quantities: both ends with the same unit ("12-15%", "$10-$20"), both
+  plain numbers ("3-5 million"), or a plain end that takes the unit written once on the outside of
+  the range: a prefix on the first end ("$3 to 5 million") or a suffix on the last ("10-20%"). A
+  percentage never joins an end with a multiplier. Anything else is two separate quantities that keep
+  their own units and multipliers: "grew 12% to $4.5 million" -> 12 % and 4500000 USD (not a range).
 - ISO dates "2026-03-15" give three plain numbers (2026, 3, 15), not a range. Month names are words,
   so "March 15, 2026" gives only 15 and 2026: a claim dated "2026-03-15" checked against a passage
   saying "March 15, 2026" reports "3" missing. Deliberately conservative: never a false pass.
@@ -86,6 +91,7 @@ class _Amount:
     number: str
     exponent: int | None  # None: no multiplier written
     unit: str | None
+    prefixed: bool = False  # the unit was written before the number ("$10"), not after ("10%")
 
 
 def _canonical(number: str, exponent: int = 0) -> str:
@@ -141,7 +147,10 @@ def _amounts(text: str) -> list[_Amount]:
     pos = 0
     while (m := _AMOUNT.search(text, pos)) is not None:
         start = m.start()
-        if _glued_before(text, start):
+        # a hyphen right after an amount is a range separator ("$4.5 million-$5 million", "5k-12%"),
+        # not an identifier's hyphen ("NW-200")
+        after_amount = bool(found) and found[-1].end == start - 1 and text[start - 1] == "-"
+        if not after_amount and _glued_before(text, start):
             pos = _skip_token(text, m.end("num"))
             continue
         pre, mult, suf = m.group("pre"), m.group("mult"), m.group("suf")
@@ -151,14 +160,32 @@ def _amounts(text: str) -> list[_Amount]:
         if not mult and not suf and _glued_after(text, end):
             pos = _skip_token(text, end)
             continue
-        unit = None
-        for part in (pre, suf):
+        unit, prefixed = None, False
+        for part, before in ((pre, True), (suf, False)):
             if part and unit is None:
                 unit = _UNITS.get(" ".join(part.lower().split()))
+                prefixed = unit is not None and before
         exponent = _EXPONENTS[mult.strip().lower()] if mult else None
-        found.append(_Amount(start, end, m.group("num"), exponent, unit))
+        found.append(_Amount(start, end, m.group("num"), exponent, unit, prefixed))
         pos = max(end, start + 1)
     return found
+
+
+def _like(a: _Amount, b: _Amount) -> bool:
+    """Whether `a` and `b` can be the two ends of one range: the same unit (or both none), or a unit
+    written once on the outside ("$10-20", "10-20%") that the plain end shares. A percentage never
+    takes a multiplier, so "12% to $4.5 million" or "3 million to 12%" are two quantities."""
+    if a.unit == b.unit:
+        like = True
+    elif b.unit is None:
+        like = a.prefixed
+    elif a.unit is None:
+        like = not b.prefixed
+    else:
+        like = False
+    if like and (a.unit or b.unit) == "%" and (a.exponent is not None or b.exponent is not None):
+        like = False
+    return like
 
 
 def extract_quantities(text: str) -> list[Quantity]:
@@ -181,7 +208,7 @@ def extract_quantities(text: str) -> list[Quantity]:
         if sep is not None and sep.group(0).strip().lower() == "and":
             if not masked[: a.start].rstrip().lower().endswith("between"):
                 sep = None
-        if b is not None and sep is not None:
+        if b is not None and sep is not None and _like(a, b):
             unit_a = a.unit or b.unit
             unit_b = b.unit or a.unit
             exp_a = a.exponent if a.exponent is not None else (b.exponent or 0)
