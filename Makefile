@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 ui: $(STAMP)
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 clean:
 	rm -rf data/demo data/landing data/warehouse.duckdb* dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs

@@ -116,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
             stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=1600 if not a.quick else 320, latency_s=0.2, concurrency=32)
         )
 
+    print("  5,000 one-line files …", flush=True)
+    for _i in range(a.repeats):
+        results.setdefault("small_files", []).append(
+            stage("small_files", warehouse=fresh(work / "small.duckdb"), landing=work / "landing-5000-files", files=5000, config=config)
+        )
+
     print("  peak RSS as the landing file grows …", flush=True)
     base = max(a.requests // 20, 500)
     growth = []
@@ -156,6 +162,8 @@ def render(a, r, growth, elapsed) -> str:
         ("  nightly peak RSS (MB)", spread(nightly_rss), "< 6144 MB", ok(max(nightly_rss) < 6144)),
         (f"judge runner, 200 ms latency, concurrency 32 (calls/s; ideal {ideal:.0f})", spread(judge), f">= {0.8 * ideal:.0f} (80%)", ok(statistics.median(judge) >= 0.8 * ideal)),
         ("  judge re-run: calls made", str(max(x["rerun_calls"] for x in r["judge"])), "0", ok(all(x["rerun_calls"] == 0 for x in r["judge"]))),
+        ("5,000 one-line files, ingest (s)", spread([x["seconds"] for x in r["small_files"]]), "< 30 s", ok(statistics.median([x["seconds"] for x in r["small_files"]]) < 30 and all(x["records"] == 5000 for x in r["small_files"]))),
+        ("  re-run of the same folder (s; lines read)", spread([x["rerun_seconds"] for x in r["small_files"]]) + f"; {max(x['rerun_lines'] for x in r['small_files'])} lines", "0 lines", ok(all(x["rerun_lines"] == 0 for x in r["small_files"]))),
         ("peak RSS of ingest at 1x / 2x / 4x landing file (MB)", " / ".join(f"{v:,.0f}" for v in rss), "flat (4x <= 1.5 x 1x)", ok(rss[2] <= 1.5 * rss[0])),
     ]
     width = max(len(x[0]) for x in rows) + 2

@@ -158,7 +158,35 @@ def judge(args: dict) -> dict:
     }
 
 
-STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge)}
+def small_files(args: dict) -> dict:
+    """Many one-line files (log shippers that write a file per request): ingest, then a re-run that reads nothing."""
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.ingest import ingest_landing
+    from citegate_assets.lib.loggen import generate_logs
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+
+    landing, n = Path(args["landing"]), int(args["files"])
+    if not landing.exists():
+        source = landing.with_name(landing.name + "-source")
+        generate_logs(source, days=1, requests_per_day=n, seed=5, malformed=False)
+        lines = [x for f in sorted(source.glob("*.jsonl")) for x in f.read_bytes().splitlines(keepends=True)]
+        landing.mkdir(parents=True)
+        for i, line in enumerate(lines[:n]):
+            (landing / f"req-{i:06d}.jsonl").write_bytes(line)
+    config = load_config(args.get("config"))
+    with connect(args["warehouse"]) as con:
+        ensure_schema(con)
+        t0 = time.perf_counter()
+        summary = ingest_landing(con, landing, config, final=True)
+        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        again = ingest_landing(con, landing, config, final=True)
+        rerun = time.perf_counter() - t1
+    return {"seconds": seconds, "files": summary.files_seen, "records": summary.records_ingested,
+            "rerun_seconds": rerun, "rerun_lines": again.lines_read, "peak_rss_mb": peak_rss_mb()}
+
+
+STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge, small_files)}
 
 if __name__ == "__main__":
     name, raw = sys.argv[1], sys.argv[2]

@@ -1,21 +1,50 @@
-"""The `citegate` command line: demo, gen-logs, run."""
+"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace.
+
+Every path comes from citegate_assets.lib.settings (flag, then environment, then config file, then
+default); the writers print what they resolved, and exactly that goes into the run."""
 
 import argparse
-import os
 import sys
 import textwrap
 import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from citegate_assets.defs.resources import PROJECT_ROOT
+from citegate_assets.lib import settings as where
+from citegate_assets.lib.terminal import ident, quote, safe
 
-DEFAULT_LANDING = PROJECT_ROOT / "data" / "landing"
-DEFAULT_WAREHOUSE = PROJECT_ROOT / "data" / "warehouse.duckdb"
-DEFAULT_TRUTH = PROJECT_ROOT / "data" / "demo-truth.jsonl"
+_PATH_HELP = {
+    "config": "citegate.toml",
+    "landing": "landing folder of citegate-log/1 files",
+    "warehouse": "the working DuckDB file",
+    "published": "the read-only published copy",
+    "reviews": "reviews log folder",
+    "labels": "hand labels, a file or a folder",
+    "dagster_home": "Dagster instance folder",
+}
+
+
+def _path_flags(parser: argparse.ArgumentParser, *names: str, notes: dict | None = None) -> None:
+    """The path flags, each with its place in the one precedence (see lib/settings.py, README "Where every file goes")."""
+    for name in names:
+        config_key = ", else [%s].%s" % where.CONFIG_KEYS[name] if name in where.CONFIG_KEYS else ""
+        default = "./citegate.toml if present" if name == "config" else where.DEFAULTS[name]
+        text = (notes or {}).get(name) or _PATH_HELP[name]
+        parser.add_argument(
+            where.FLAGS[name], type=Path, default=None, dest=name, metavar="PATH",
+            help=f"{text} (default: ${where.ENV[name]}{config_key}, else {default})".replace("%", "%%"),
+        )
+
+
+def _settings(args, **overrides) -> "where.Settings":
+    flags = {name: getattr(args, name, None) for name in where.NAMES}
+    return where.resolve(**{**flags, **overrides})
 
 
 def main(argv: list[str] | None = None) -> int:
+    from citegate_assets.lib.private import private_umask
+
+    private_umask()  # everything a command writes holds prompt text
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -27,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (ValueError, FileNotFoundError, RuntimeError, OSError) as exc:
-        print(f"citegate: error: {exc}", file=sys.stderr)
+        print(f"citegate: error: {safe(exc)}", file=sys.stderr)  # messages may quote logged values
         return 2
 
 
@@ -36,9 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(title="commands")
 
     demo = sub.add_parser("demo", help="generate realistic sample logs and run the whole pipeline on them")
-    demo.add_argument("--logs", type=Path, default=DEFAULT_LANDING, help="landing folder to write (default: data/landing)")
-    demo.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE, help="DuckDB file (default: data/warehouse.duckdb)")
-    demo.add_argument("--config", type=Path, default=None, help="citegate.toml (default: the project's)")
+    _path_flags(demo, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home",
+                notes={"landing": "landing folder to write", "labels": "hand labels (when no flag, variable or config file names "
+                       "them: the 224 demo labels shipped in the package)"})
     demo.add_argument("--requests-per-day", type=int, default=300)
     demo.add_argument("--days", type=int, default=14)
     demo.add_argument("--seed", type=int, default=7)
@@ -56,19 +85,19 @@ def _parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_gen_logs)
 
     run = sub.add_parser("run", help="materialize every daily partition of the landing folder (what the nightly schedule does)")
-    run.add_argument("--logs", type=Path, required=True, help="landing folder of citegate-log/1 files")
-    run.add_argument("--warehouse", type=Path, required=True, help="DuckDB file to write (created if missing)")
-    run.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
+    _path_flags(run, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home",
+                notes={"warehouse": "DuckDB file to write (created if missing)"})
     run.add_argument("--start", type=date.fromisoformat, default=None, help="first day to run, YYYY-MM-DD (default: first day in the logs)")
     run.add_argument("--end", type=date.fromisoformat, default=None, help="last day to run, inclusive (default: last complete day in the logs)")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--final", action="store_true",
+                     help="every landing file is finished: read an unterminated last line too (default: hold it back "
+                          "until the file has not changed for [ingest].settle_seconds)")
     run.add_argument("--wait", type=float, default=0.0, help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)")
     run.set_defaults(func=cmd_run)
 
     cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels and print its false pass rate")
-    cal.add_argument("--labels", type=Path, default=None, help="labels file or folder (default: [calibration].labels)")
-    cal.add_argument("--warehouse", type=Path, default=DEFAULT_WAREHOUSE, help="DuckDB file (default: data/warehouse.duckdb)")
-    cal.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
+    _path_flags(cal, "labels", "warehouse", "config", "dagster_home")
     cal.set_defaults(func=cmd_calibrate)
 
     queue = sub.add_parser("queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)")
@@ -78,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     queue.add_argument("--surface", default=None, help="only this surface")
     queue.add_argument("--status", default=None, choices=["open", "accepted", "repaired", "escalated"], help="only entries with this status")
     queue.add_argument("--limit", type=int, default=3, help="entries shown per reason group (default 3)")
-    queue.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: $CITEGATE_WAREHOUSE or data/warehouse.duckdb)")
+    _path_flags(queue, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
     queue.set_defaults(func=cmd_queue)
 
     review = sub.add_parser("review", help="record a decision on a queue entry (appends to the reviews log)")
@@ -87,15 +116,14 @@ def _parser() -> argparse.ArgumentParser:
     review.add_argument("--cause", default=None, help="escalate: chunking | truncation | ranking | other")
     review.add_argument("--note", default=None)
     review.add_argument("--reviewer", default=None, help="default: $CITEGATE_REVIEWER, else your user name")
-    review.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: $CITEGATE_WAREHOUSE or data/warehouse.duckdb)")
-    review.add_argument("--config", type=Path, default=None, help="citegate.toml (default: $CITEGATE_CONFIG, else the project's)")
-    review.add_argument("--reviews", type=Path, default=None, help="reviews log folder (default: $CITEGATE_REVIEWS, else [queue].reviews)")
+    _path_flags(review, "warehouse", "published", "config", "reviews",
+                notes={"warehouse": "the working DuckDB file (its published copy is read; its reviews log is written)"})
     review.set_defaults(func=cmd_review)
 
     metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
     metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
-    metrics.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: the published copy of data/warehouse.duckdb)")
-    metrics.add_argument("--lock", action="store_true", help="pin new metric definition versions in sql/metrics/metrics.lock.json")
+    _path_flags(metrics, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
+    metrics.add_argument("--lock", action="store_true", help="pin new metric definition versions in sql/metrics/metrics.lock.json (source checkout only)")
     metrics.set_defaults(func=cmd_metrics)
 
     trace = sub.add_parser("trace", help="from one metric cell to the citations and prompts behind it")
@@ -104,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--week", required=True, type=date.fromisoformat, help="any date of the ISO week (weeks start on Monday)")
     trace.add_argument("--breakdown", default=None, help="for a breakdown metric: the chunking strategy, rank, reason or judge model")
     trace.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
-    trace.add_argument("--warehouse", type=Path, default=None, help="DuckDB file (default: the published copy of data/warehouse.duckdb)")
+    _path_flags(trace, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
     trace.set_defaults(func=cmd_trace)
     return p
 
@@ -128,44 +156,55 @@ def cmd_gen_logs(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return _run(args.logs, args.warehouse, args.config, args.start, args.end, quiet=args.quiet, wait_s=args.wait)
+    return _run(_settings(args), args.start, args.end, quiet=args.quiet, wait_s=args.wait, final=args.final)
 
 
 def cmd_demo(args) -> int:
     from citegate_assets.lib.loggen import generate_logs
 
-    print(f"1/2 generating {args.days} days x {args.requests_per_day} requests of sample logs into {args.logs}")
+    settings = _settings(args)
+    if settings.kind("labels") == "default":  # no flag, variable or config key: the demo's own labels
+        settings = settings.with_value("labels", where.demo_labels(), "demo", "the demo's labels, shipped in the package")
+    truth = settings.landing.parent / "demo-truth.jsonl"
+    print(f"1/2 generating {args.days} days x {args.requests_per_day} requests of sample logs into {settings.landing}")
     summary = generate_logs(
-        args.logs, days=args.days, requests_per_day=args.requests_per_day, seed=args.seed, truth_path=DEFAULT_TRUTH
+        settings.landing, days=args.days, requests_per_day=args.requests_per_day, seed=args.seed, truth_path=truth
     )
-    print(f"    {_short(summary)}")
-    print(f"2/2 running the pipeline into {args.warehouse}")
-    code = _run(args.logs, args.warehouse, args.config, None, None, quiet=False)
+    print(f"    {_short(summary)} (expected reasons in {truth})")
+    print(f"2/2 running the pipeline into {settings.warehouse}")
+    code = _run(settings, None, None, quiet=False)
     if code == 0:
-        print(_next_steps(args.warehouse))
+        print(_next_steps(settings))
     return code
 
 
-def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet: bool, wait_s: float = 0.0) -> int:
-    from citegate_assets.lib.config import load_config
-    from citegate_assets.pipeline import plan_days, run_range
+def _load_config(settings: "where.Settings"):
+    """The config in force, checked (a bad key is an error that names it)."""
+    from citegate_assets.lib.config import load_config, parse_config
 
+    return load_config(settings.config) if settings.config else parse_config({}, None)
+
+
+def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float = 0.0, final: bool = False) -> int:
+    from citegate_assets.pipeline import plan_days, run_range, within_partitions
+
+    logs, warehouse = settings.landing, settings.warehouse
     if not logs.is_dir():
-        raise FileNotFoundError(f"{logs}: landing folder not found")
-    cfg = load_config(config)  # fail fast on a bad config, naming the key
-    plan = plan_days(logs, warehouse, start, end)
+        raise FileNotFoundError(f"{logs}: landing folder not found ({settings.sources['landing'][1]})")
+    cfg = _load_config(settings)  # fail fast on a bad config, naming the key
+    print("\n".join(settings.describe()))
+    plan = within_partitions(plan_days(logs, warehouse, start, end), dates_given=start is not None)
     print(f"running days {plan.start} .. {plan.end} (config: {cfg.path or 'built-in defaults'})")
     if plan.note:
-        print(f"note: {plan.note}")
+        print(f"note: {_note_wording(plan.note)}")
     t0 = time.monotonic()
     result = run_range(
         plan,
-        landing=logs,
-        warehouse=warehouse,
-        config_file=config,
+        settings=settings,
         log_level="ERROR" if quiet else "INFO",
         wait_s=wait_s,
         on_wait=lambda holder: print(f"waiting for the run that holds {warehouse} ({holder}) …", flush=True),
+        final=final,
     )
     elapsed = time.monotonic() - t0
     if not result.success:
@@ -177,33 +216,46 @@ def _run(logs: Path, warehouse: Path, config: Path | None, start, end, *, quiet:
     return 0
 
 
+def _note_wording(note: str) -> str:
+    """plan_days says "no dated records found" when no record of the landing folder is of a complete UTC
+    day; the records usually are dated (today's, not gated until the day ends)."""
+    if note.startswith("no dated records found"):
+        return (
+            "no record in the landing folder is of a complete UTC day (before today); running yesterday's partition, so "
+            "every line is still accounted for (records of today are ingested now and gated on the next run)"
+        )
+    return note
+
+
 def cmd_calibrate(args) -> int:
-    from citegate_assets.lib.config import load_config
     from citegate_assets.pipeline import run_calibration
 
-    load_config(args.config)
-    if args.labels is not None and not args.labels.exists():
-        raise FileNotFoundError(f"{args.labels}: labels file or folder not found")
-    result = run_calibration(warehouse=args.warehouse, config_file=args.config, labels=args.labels)
+    settings = _settings(args)
+    _load_config(settings)
+    if args.labels is not None and not settings.labels.exists():
+        raise FileNotFoundError(f"{settings.labels}: labels file or folder not found")
+    print("\n".join(settings.describe()))
+    result = run_calibration(settings=settings)
     if not result.success:
         _print_failure(result)
         return 1
-    print(calibration_report(args.warehouse))
+    print(calibration_report(settings.warehouse))
     return 0
 
 
-def _warehouse(path: Path | None) -> Path:
-    chosen = path or (Path(os.environ["CITEGATE_WAREHOUSE"]) if os.environ.get("CITEGATE_WAREHOUSE") else DEFAULT_WAREHOUSE)
-    if not chosen.exists():
-        raise FileNotFoundError(f"{chosen}: no warehouse yet (run `make demo` or `citegate run` first)")
-    return chosen
-
-
-def _readable(path: Path | None) -> Path:
-    """Readers use the published copy when there is one: it is never locked by a running pipeline."""
-    chosen = _warehouse(path)
-    published = chosen.with_name(chosen.stem + ".published.duckdb")
-    return published if published.exists() else chosen
+def _readable(args) -> Path:
+    """The published copy, the only file readers open: a run may be writing the working file, and DuckDB
+    allows one writer or many readers. Without a published copy, say so; never fall back."""
+    settings = _settings(args)
+    published = settings.published
+    if not published.exists():
+        raise FileNotFoundError(
+            f"{published}: no published copy ({settings.sources['published'][1]}; warehouse {settings.warehouse}, "
+            f"{settings.sources['warehouse'][1]}). Readers open only the published copy, never the working file a run "
+            "may be writing: run `citegate run` first (its last step publishes the copy)"
+        )
+    print(f"reading {published}  ({settings.sources['published'][1]})", file=sys.stderr)
+    return published
 
 
 def cmd_metrics(args) -> int:
@@ -211,18 +263,24 @@ def cmd_metrics(args) -> int:
     from citegate_assets.lib.warehouse import connect, query
 
     if args.lock:
+        if where.source_checkout() is None:
+            raise RuntimeError(
+                f"`citegate metrics --lock` preregisters definitions in the project's sql/metrics/metrics.lock.json; this "
+                f"citegate is an installed package ({where.sql_dir()}), whose definitions and lock must not change. "
+                "Run it in a source checkout (pip install -e .), commit the lock, and build a new wheel"
+            )
         added = update_lock(load_definitions())
         print("pinned: " + (", ".join(added) if added else "nothing new; every definition is already in the lock"))
         return 0
     definitions = {d.name: d for d in load_definitions()}
-    with connect(_readable(args.warehouse), read_only=True) as con:
+    with connect(_readable(args), read_only=True) as con:
         rel = query(con, "metric_tables/metrics_report", {"weeks": max(args.weeks, 1)})
         rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
     print("Definitions (preregistered in sql/metrics/, pinned in sql/metrics/metrics.lock.json):")
     for name in HEADLINE:
         d = definitions[name]
-        print(f"  {name} v{d.version} = {d.numerator}  /  {d.denominator}")
-        print(textwrap.fill(d.description, width=100, initial_indent="      ", subsequent_indent="      "))
+        print(f"  {name} v{d.version} = {safe(d.numerator)}  /  {safe(d.denominator)}")
+        print(textwrap.fill(safe(d.description), width=100, initial_indent="      ", subsequent_indent="      "))
     if not rows:
         print("\nno metrics yet: run `citegate run` first")
         return 0
@@ -234,7 +292,7 @@ def cmd_metrics(args) -> int:
         print(header)
         for surface in surfaces:
             cells = {r["metric"]: r for r in rows if r["week_start"] == week and r["surface"] == surface}
-            print(f"  {surface:<20}" + "".join(f"{_cell(cells.get(m)):>26}" for m in HEADLINE))
+            print(f"  {ident(surface):<20}" + "".join(f"{_cell(cells.get(m)):>26}" for m in HEADLINE))
     return 0
 
 
@@ -246,33 +304,64 @@ def _cell(row: dict | None) -> str:
     return f"{value} ({num}/{row['denominator']:,})"
 
 
+def _num(x, places: int = 4) -> str:
+    """A number for people: NULL, or rounded to `places` decimals without trailing zeros (12, 0.3333, 1204.5)."""
+    if x is None:
+        return "NULL"
+    return f"{x:.{places}f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+def _no_cell(con, args, week) -> ValueError:
+    """Why there is no such cell, listing what there is: the metrics, and a breakdown metric's values."""
+    from citegate_assets.lib.warehouse import query
+
+    rel = query(con, "metric_tables/trace_choices", {"surface": args.surface, "week": week})
+    choices: dict[str, list[str]] = {}
+    for metric, breakdown in rel.fetchall():
+        choices.setdefault(metric, []).extend([] if breakdown is None else [breakdown])
+    cell = f"surface {quote(args.surface)}, week of {week}"
+    if not choices:
+        return ValueError(f"no metrics for {cell} (see `citegate metrics` for the surfaces and weeks)")
+    if args.metric not in choices:
+        return ValueError(f"no metric {quote(args.metric)} for {cell}; its metrics: {', '.join(map(safe, choices))}")
+    values = ", ".join(map(ident, choices[args.metric]))
+    if not values:
+        return ValueError(f"{safe(args.metric)} has no breakdowns: drop --breakdown {quote(args.breakdown)}")
+    if args.breakdown is None:
+        return ValueError(f"{safe(args.metric)} is a breakdown metric: give --breakdown, one of (for {cell}): {values}")
+    return ValueError(f"no breakdown {quote(args.breakdown)} of {safe(args.metric)} for {cell}; its breakdowns: {values}")
+
+
 def cmd_trace(args) -> int:
     from citegate_assets.lib.warehouse import connect, query
 
     week = args.week - timedelta(days=args.week.weekday())  # the Monday of that ISO week
     params = {"metric": args.metric, "surface": args.surface, "week": week, "breakdown": args.breakdown, "limit": args.limit}
-    with connect(_readable(args.warehouse), read_only=True) as con:
+    with connect(_readable(args), read_only=True) as con:
         rel = query(con, "metric_tables/trace_cell", params)
         cells = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
         if not cells:
-            raise ValueError(f"no cell for metric {args.metric!r}, surface {args.surface!r}, week of {week}"
-                             + (f", breakdown {args.breakdown!r}" if args.breakdown else "") + " (see `citegate metrics`)")
+            raise _no_cell(con, args, week)
         cell = cells[0]
         [totals] = [dict(zip(r.columns, v)) for r in [query(con, "metric_tables/trace_totals", params)] for v in r.fetchall()]
         rel = query(con, "metric_tables/trace_rows", params)
         rows = rel.limit(max(args.limit, 0)).fetchall()
     value = "NULL" if cell["value"] is None else f"{cell['value']:.4f}"
-    print(f"{cell['metric']} v{cell['definition_version']}  surface={cell['surface']}  week of {cell['week_start']}"
-          + (f"  breakdown={args.breakdown}" if args.breakdown else ""))
-    print(f"  value {value} = numerator {cell['numerator']} / denominator {cell['denominator']}")
-    print(f"  numerator:   {cell['numerator_words']}")
-    print(f"  denominator: {cell['denominator_words']}")
-    print(f"  behind it: {totals['denominator_rows']} citations from {totals['prompts']} prompts in the denominator; "
-          f"{totals['numerator_rows']} count toward the numerator (sum of weights {totals['numerator_sum']})")
+    print(f"{safe(cell['metric'])} v{cell['definition_version']}  surface={ident(cell['surface'])}  week of {cell['week_start']}"
+          + (f"  breakdown={ident(args.breakdown)}" if args.breakdown else ""))
+    if cell["denominator"] is None:  # a count: the value is the numerator
+        print(f"  value {_num(cell['value'])}: a count (numerator {_num(cell['numerator'])}, no denominator)")
+    else:
+        print(f"  value {value} = numerator {_num(cell['numerator'])} / denominator {_num(cell['denominator'])}")
+    print(f"  numerator:   {safe(cell['numerator_words'])}")
+    print(f"  denominator: {safe(cell['denominator_words'])}")
+    rows_are = "rows" if cell["denominator"] is None else "citations in the denominator,"
+    print(f"  behind it: {totals['denominator_rows']} {rows_are} from {totals['prompts']} prompts; "
+          f"{totals['numerator_rows']} count toward the numerator (sum of weights {_num(totals['numerator_sum'])})")
     print(f"\n  {'citation_id':<28}{'weight':>8}  {'request_id':<24}{'prompt sha256':<18}log")
     for citation_id, request_id, weight, sha, source_file, source_line, _ in rows:
         w = "NULL" if weight is None else f"{weight:.3f}".rstrip("0").rstrip(".")
-        print(f"  {citation_id:<28}{w:>8}  {request_id:<24}{sha[:16]:<18}{source_file}:{source_line}")
+        print(f"  {ident(citation_id):<28}{w:>8}  {ident(request_id):<24}{safe(sha[:16]):<18}{safe(source_file)}:{source_line}")
     if totals["denominator_rows"] > len(rows):
         print(f"  … {totals['denominator_rows'] - len(rows)} more (--limit N)")
     return 0
@@ -282,7 +371,7 @@ def cmd_queue(args) -> int:
     from citegate_assets.lib.queue_view import render_context, render_entry, render_groups
     from citegate_assets.lib.warehouse import connect, query
 
-    with connect(_readable(args.warehouse), read_only=True) as con:
+    with connect(_readable(args), read_only=True) as con:
         if args.action == "show":
             if not args.citation_id:
                 raise ValueError("usage: citegate queue show CITATION_ID")
@@ -311,15 +400,14 @@ def cmd_queue(args) -> int:
 
 
 def cmd_review(args) -> int:
-    from citegate_assets.defs.resources import WarehouseResource
-    from citegate_assets.lib.config import load_config
     from citegate_assets.lib.reviews import append_review, make_review
     from citegate_assets.lib.warehouse import connect
 
     fields = dict(citation_id=args.citation_id, outcome=args.outcome, cause=args.cause, note=args.note, reviewer=args.reviewer)
     make_review(**fields, queue_reason="-", claim="-", passage=None)  # refuse a bad outcome or cause before anything else
-    config = load_config(args.config)
-    with connect(_readable(args.warehouse), read_only=True) as con:
+    settings = _settings(args)
+    _load_config(settings)
+    with connect(_readable(args), read_only=True) as con:
         rows = con.sql(
             "select reason, claim, passage, status from citation_queue where citation_id = $id", params={"id": args.citation_id}
         ).fetchall()
@@ -327,8 +415,8 @@ def cmd_review(args) -> int:
         raise ValueError(f"no queue entry {args.citation_id!r}: see `citegate queue` for the entries (nothing was written)")
     reason, claim, passage, status = rows[0]
     review = make_review(**fields, queue_reason=reason, claim=claim, passage=passage)
-    folder = args.reviews or WarehouseResource(config_file=str(args.config) if args.config else "").reviews(config)
-    path = append_review(folder, review)
+    # the same resolution the run uses (lib/settings.py), so the next run of this warehouse reads it
+    path = append_review(settings.reviews, review)
     print(
         f"recorded {review.outcome}{' (' + review.cause + ')' if review.cause else ''} on {review.citation_id} by {review.reviewer} "
         f"in {path}\nits status ({status} now) follows on the next run: citegate run, or the nightly schedule"
@@ -360,11 +448,27 @@ def calibration_report(warehouse: Path) -> str:
 
 
 def _print_failure(result) -> None:
+    printed = False
     for event in result.all_events:
         if event.is_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
-            if error is not None:
-                print(f"failed in {event.step_key}: {error.message.strip()}", file=sys.stderr)
+            if error is not None and (event.step_key is not None or not printed):  # the run's failure repeats its step's
+                root = error
+                while root.cause is not None:  # e.g. the run lock refusal under a resource's init error
+                    root = root.cause
+                cause = f"\n  caused by: {root.message.strip()}" if root is not error else ""
+                print(f"failed in {event.step_key or 'the run'}: {error.message.strip()}{cause}", file=sys.stderr)
+                printed = True
+    for check in result.get_asset_check_evaluations():
+        if check.passed:
+            continue
+        level = "warning" if check.severity.value == "WARN" else "failed"
+        print(f"\ncheck {check.asset_key.to_user_string()}.{check.check_name} {level}"
+              + (f": {check.description}" if check.description else ""), file=sys.stderr)
+        for name, value in (check.metadata or {}).items():
+            text = str(getattr(value, "value", value)).strip()
+            if text and text != "_no rows_":
+                print(f"  {name}:\n" + textwrap.indent(text, "    "), file=sys.stderr)
     print(f"run {result.run_id} failed", file=sys.stderr)
 
 
@@ -395,16 +499,20 @@ def summarize(warehouse: Path) -> str:
     ) + calibration_report(warehouse)
 
 
-def _next_steps(warehouse: Path) -> str:
-    return f"""
-Next:
-  make ui                      # Dagster UI on http://127.0.0.1:3000: assets by stage, lineage, the nightly schedule
-  .venv/bin/citegate queue     # the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`
-  .venv/bin/citegate metrics   # the four weekly numbers per surface beside their definitions; `citegate trace` for the rows
-  make test                    # the test suite
-  .venv/bin/python -c "import duckdb; print(duckdb.connect('{warehouse}', read_only=True).sql(open('sql/examples/failures_by_reason.sql').read()))"
-  README.md                    # the log format, the profiles, every table and more example queries
-"""
+def _next_steps(settings: "where.Settings") -> str:
+    example = where.sql_dir() / "examples" / "failures_by_reason.sql"
+    flag = "" if settings.kind("warehouse") == "default" else f" --warehouse {settings.warehouse}"
+    prog = sys.argv[0] if Path(sys.argv[0]).name == "citegate" else "citegate"  # e.g. .venv/bin/citegate under make demo
+    steps = [
+        ("make ui", "Dagster UI on http://127.0.0.1:3000 (Ctrl-C stops it): assets by stage, lineage, the nightly schedule"),
+        (f"{prog} queue{flag}", "the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`"),
+        (f"{prog} metrics{flag}", "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows"),
+        ("make test", "the test suite"),
+        ("README.md", "the log format, the profiles, every table, where every file goes, more example queries"),
+    ]
+    width = max(len(cmd) for cmd, _ in steps) + 2
+    query = f"python -c \"import duckdb; print(duckdb.connect('{settings.published}', read_only=True).sql(open('{example}').read()))\""
+    return "\nNext:\n" + "".join(f"  {cmd:<{width}}# {what}\n" for cmd, what in steps) + f"  {query}\n"
 
 
 def _short(summary: dict) -> str:

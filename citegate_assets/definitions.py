@@ -12,6 +12,9 @@ from citegate_assets.defs.metrics import metric_definitions, published_warehouse
 from citegate_assets.defs.resources import JudgeResource, WarehouseResource
 from citegate_assets.defs.review import best_evidence, citation_queue, review_outcomes
 from citegate_assets.defs.support import numeric_checks, support_sample, support_verdicts
+from citegate_assets.lib.private import private_umask
+
+private_umask()  # the code location's processes write run storage and the warehouse: owner-only files
 
 
 @dg.definitions

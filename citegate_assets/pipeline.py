@@ -7,10 +7,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from citegate_assets.defs.resources import PROJECT_ROOT
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.records import EARLIEST_DAY
 from citegate_assets.lib.runlock import run_lock
+from citegate_assets.lib.settings import Settings, prepare_dagster_home
+from citegate_assets.lib.settings import resolve as resolve_settings
 from citegate_assets.lib.warehouse import connect
 
 
@@ -22,18 +23,25 @@ class RunPlan:
 
 
 def plan_days(landing: Path, warehouse: Path, start: date | None, end: date | None, today: date | None = None) -> RunPlan:
-    """The partition range to run: the given dates, else every day present in the landing folder.
+    """The partition range to run: the given dates, else every day of a valid record in the landing folder.
 
+    Days come from valid records only: a rejected line, however it is dated, never widens a run.
     Today (UTC) is not a partition until it ends: its records are ingested, and gated on the next run.
     """
     today = today or datetime.now(timezone.utc).date()
     last = today - timedelta(days=1)
     note = ""
     if start is None or end is None:
-        days = {d for d in days_in_landing(landing, _known_files(warehouse)) if EARLIEST_DAY <= d <= last}
+        found = days_in_landing(landing, _known_files(warehouse, landing))
+        days = {d for d in found if EARLIEST_DAY <= d <= last}
         if not days:
             days = {last}
-            note = "no dated records found; running yesterday's partition so every line is still accounted for"
+            later = sorted(d for d in found if d > last)
+            note = (
+                f"the landing folder holds records of {', '.join(map(str, later))} only, not a complete UTC day yet: "
+                f"they are ingested now and gated on the next run; running {last} so every line is still accounted for"
+                if later else f"no valid dated records found; running {last} so every line is still accounted for"
+            )
         start = start or min(days)
         end = end or max(days)
     if end > last:
@@ -46,49 +54,51 @@ def plan_days(landing: Path, warehouse: Path, start: date | None, end: date | No
     return RunPlan(start, end, note)
 
 
-def _known_files(warehouse: Path) -> dict:
-    if not warehouse.exists():
+def _known_files(warehouse: Path, landing: Path) -> dict:
+    """Files of this landing folder read to their end before: name -> (size, mtime_ns, days of their valid records)."""
+    if not Path(warehouse).exists():
         return {}
     try:
         with connect(warehouse, read_only=True) as con:
-            tables = {t for (t,) in con.sql("select table_name from information_schema.tables").fetchall()}
-            if not {"ingested_files", "prompts"} <= tables:
-                return {}
-            sizes = dict(con.sql("select file_name, size_bytes from ingested_files where status = 'complete'").fetchall())
-            days: dict[str, set] = {}
-            for name, day in con.sql("select distinct source_file, day from prompts").fetchall():
-                days.setdefault(name, set()).add(day)
-    except Exception:  # a locked or foreign file: fall back to scanning
+            rows = con.sql(
+                "select file_name, size_bytes, mtime_ns, days from ingested_files where status = 'complete' and landing = $landing",
+                params={"landing": os.path.realpath(landing)},
+            ).fetchall()
+    except Exception:  # a locked, older or foreign file: fall back to scanning
         return {}
-    return {name: (size, days.get(name, set())) for name, size in sizes.items()}
+    return {name: (size, mtime, set(days or ())) for name, size, mtime, days in rows}
 
 
 def run_range(
     plan: RunPlan,
     *,
-    landing: Path,
-    warehouse: Path,
-    config_file: Path | None,
+    landing: Path | None = None,
+    warehouse: Path | None = None,
+    config_file: Path | None = None,
+    settings: Settings | None = None,
     instance: dg.DagsterInstance | None = None,
     log_level: str = "INFO",
     wait_s: float = 0.0,
     on_wait=None,
+    final: bool = False,
 ) -> dg.ExecuteInProcessResult:
-    """Raises RunLockedError when another run holds the warehouse for longer than wait_s."""
+    """Raises RunLockedError when another run holds the warehouse for longer than wait_s.
+
+    final: every landing file counts as finished (`citegate run --final`): an unterminated last line is a line.
+
+    settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
+    the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
+    every one goes into the warehouse resource's run config."""
+    from citegate_assets.defs.partitions import before_first_day
     from citegate_assets.definitions import defs
 
+    if problem := before_first_day(plan.start, plan.end):
+        raise ValueError(problem)
+    settings = settings or resolve_settings(config=config_file, landing=landing, warehouse=warehouse)
+    warehouse = settings.warehouse
     job = defs().resolve_job_def("nightly_job")
-    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
     run_config = {
-        "resources": {
-            "warehouse": {
-                "config": {
-                    "database": str(warehouse),
-                    "landing_folder": str(landing),
-                    "config_file": str(config_file) if config_file else "",
-                }
-            }
-        },
+        "resources": {"warehouse": {"config": {**settings.resource_config(), "final_read": final}}},
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
     tags = {
@@ -98,7 +108,7 @@ def run_range(
         WAREHOUSE_TAG: str(Path(warehouse).resolve()),
     }
     with run_lock(warehouse, wait_s=wait_s, on_wait=on_wait):
-        instance = instance or dg.DagsterInstance.get()
+        instance = instance or dagster_instance(settings)
         release_abandoned_runs(instance, warehouse)
         return job.execute_in_process(run_config=run_config, instance=instance, tags=tags, raise_on_error=False)
 
@@ -122,23 +132,52 @@ def release_abandoned_runs(instance: dg.DagsterInstance, warehouse: Path) -> lis
 
 
 def run_calibration(
-    *, warehouse: Path, config_file: Path | None, labels: Path | None, instance: dg.DagsterInstance | None = None
+    *,
+    warehouse: Path | None = None,
+    config_file: Path | None = None,
+    labels: Path | None = None,
+    settings: Settings | None = None,
+    instance: dg.DagsterInstance | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Materialize hand_labels → judge_calibration → support_gate_status (the same assets the nightly job runs)."""
     from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
     from citegate_assets.defs.resources import JudgeResource, WarehouseResource
 
-    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home"))
-    resources = {
-        "warehouse": WarehouseResource(
-            database=str(warehouse), config_file=str(config_file) if config_file else "", labels_path=str(labels) if labels else ""
-        ),
-        "judge": JudgeResource(),
-    }
-    return dg.materialize(
-        [hand_labels, judge_calibration, support_gate_status],
-        resources=resources,
-        instance=instance or dg.DagsterInstance.get(),
-        tags={"citegate/trigger": "cli-calibrate"},
-        raise_on_error=False,
+    settings = settings or resolve_settings(config=config_file, warehouse=warehouse, labels=labels)
+    resources = {"warehouse": WarehouseResource(**settings.resource_config()), "judge": JudgeResource()}
+    # calibrate writes the warehouse too: it stops at once (RunLockedError) while a run holds it
+    with run_lock(settings.warehouse, hint="try `citegate calibrate` again when it ends"):
+        return dg.materialize(
+            [hand_labels, judge_calibration, support_gate_status],
+            resources=resources,
+            instance=instance or dagster_instance(settings),
+            tags={"citegate/trigger": "cli-calibrate"},
+            raise_on_error=False,
+        )
+
+
+def within_partitions(plan: RunPlan, *, dates_given: bool) -> RunPlan:
+    """Keep a planned range inside the daily partitions (defs/partitions.py, CITEGATE_FIRST_DAY). Days the
+    user named are refused with what to set; a range taken from the landing folder starts at the first
+    partition instead, and the older days are named in the note (their records are still ingested)."""
+    from citegate_assets.defs.partitions import FIRST_DAY, FIRST_DAY_ENV, before_first_day
+
+    problem = before_first_day(plan.start, plan.end)
+    if problem is None:
+        return plan
+    if dates_given or plan.end < FIRST_DAY:
+        raise ValueError(problem)
+    note = (
+        f"records of {plan.start} .. {FIRST_DAY - timedelta(days=1)} are before the first daily partition {FIRST_DAY}: "
+        f"ingested, not gated (set {FIRST_DAY_ENV}={plan.start} to gate them)"
     )
+    return RunPlan(FIRST_DAY, plan.end, "; ".join(n for n in (plan.note, note) if n))
+
+
+def dagster_instance(settings: Settings) -> dg.DagsterInstance:
+    """The instance in settings.dagster_home ($DAGSTER_HOME, else dagster_home/ beside the warehouse,
+    created with the package's dagster.yaml)."""
+    home = prepare_dagster_home(settings)
+    if os.environ.get("DAGSTER_HOME") and Path(os.environ["DAGSTER_HOME"]).resolve() == home:
+        return dg.DagsterInstance.get()
+    return dg.DagsterInstance.from_config(str(home))

@@ -1,17 +1,24 @@
--- Warehouse tables. Created if missing; the ingest tables are append-only (the prompt log is immutable).
+-- Warehouse tables at the current schema version (lib/warehouse.py SCHEMA_VERSION). Created if missing; an older
+-- warehouse is upgraded by sql/migrations/ first. The ingest tables are append-only (the prompt log is immutable).
 
 create table if not exists ingested_files (
-    file_name varchar not null,          -- path relative to the landing folder
-    file_sha256 varchar,                 -- sha256 of the file's bytes as last read
-    size_bytes bigint,
-    status varchar not null,             -- complete | partial | skipped | failed
+    file_name varchar not null,          -- the file's name in the landing folder, where it was last seen
+    file_sha256 varchar,                 -- sha256 of exactly the (decompressed) bytes consumed
+    size_bytes bigint,                   -- size on disk when last read
+    status varchar not null,             -- complete | partial | waiting | failed | skipped (lib/ledger.py)
     lines_read bigint not null default 0,
     records_ingested bigint not null default 0,
     records_rejected bigint not null default 0,
     answers_rejected bigint not null default 0,
     detail varchar,
     first_seen_at timestamptz,
-    finished_at timestamptz
+    finished_at timestamptz,
+    -- added in schema version 2 (sql/migrations/002_file_identity.sql)
+    file_id varchar,                     -- identity: sha256 of the first line; entry:/path:/legacy: rows otherwise
+    landing varchar,                     -- the landing folder (resolved) it was read from
+    mtime_ns bigint,                     -- modification time when last read
+    bytes_consumed bigint,               -- bytes of complete lines consumed (decompressed for .gz)
+    days date[]                          -- UTC days of the valid records ingested from it
 );
 
 create table if not exists prompts (

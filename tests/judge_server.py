@@ -3,10 +3,11 @@
     with ScriptedJudgeServer(lambda req, i: Reply("no")) as server:
         judge = OpenAIJudge(JudgeSettings(base_url=server.base_url, model="m"))
 
-Every request body is recorded (`requests`, with `arrival_times` from time.monotonic() and
-`request_headers`), the highest number of requests in flight at once is tracked (`max_in_flight`),
-and `stop()` closes the listening socket so that later requests fail with connection refused. The
-server has no loop of its own beyond `serve_forever` in a daemon thread; handler threads are daemons
+Every complete request body that parses as a JSON object is recorded (`requests`, with
+`arrival_times` from time.monotonic() and `request_headers`); a body cut short (its client was killed
+mid-send) or unparseable gets a 400 and is only counted (`incomplete_requests`): it is not a call. The
+highest number of requests in flight at once is tracked (`max_in_flight`), and `stop()` closes the
+listening socket so that later requests fail with connection refused. The server has no loop of its own beyond `serve_forever` in a daemon thread; handler threads are daemons
 too, and scripted delays are cut short by `stop()`, so nothing outlives the test.
 """
 
@@ -58,7 +59,8 @@ class _Server(ThreadingHTTPServer):
 class ScriptedJudgeServer:
     def __init__(self, answer: Answer | None = None):
         self.answer: Answer = answer or _default_answer
-        self.requests: list[dict] = []
+        self.requests: list[dict] = []  # complete, parseable request bodies only
+        self.incomplete_requests = 0  # bodies cut short (a killed client) or not a JSON object: not recorded
         self.arrival_times: list[float] = []  # time.monotonic() of each request, same order as `requests`
         self.request_headers: list[dict] = []  # each request's headers (lower-cased names), same order
         self.max_in_flight = 0
@@ -125,11 +127,21 @@ class ScriptedJudgeServer:
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
         try:
-            request_json = json.loads(raw.decode("utf-8"))
+            raw = handler.rfile.read(length) if length else b""
+        except OSError:  # the client went away mid-body
+            raw = b""
+        try:
+            request_json = json.loads(raw.decode("utf-8")) if len(raw) == length else None
         except ValueError:
-            request_json = {"_raw": raw.decode("utf-8", "replace")}
+            request_json = None
+        if not isinstance(request_json, dict):
+            # a cut body (the client was killed while sending) or not a JSON object: not a call. It is
+            # counted apart and never appears in `requests`, so a test counts only complete requests.
+            with self._lock:
+                self.incomplete_requests += 1
+            self._send(handler, 400, {"Content-Type": "application/json"}, _error_body(400, "incomplete or malformed request body"))
+            return
         with self._lock:
             index = len(self.requests)
             self.requests.append(request_json)

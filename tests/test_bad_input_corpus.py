@@ -34,7 +34,7 @@ CONFIG = parse_config(
     {"surfaces": {"default": {"stakes": "high", "template": "plain-list"}, "billing": {"stakes": "off", "template": "anthropic-xml"}}},
     None,
 )
-FILE_REASONS = ("not_a_log_file", "not_a_file", "file_unreadable", "file_changed_after_ingest")
+FILE_REASONS = ("not_a_log_file", "not_a_file", "file_unreadable", "file_changed_after_ingest", "symlink_outside_landing", "decompressed_too_large")
 TABLES = ["prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"]
 DROP = object()  # a change that deletes the field
 GOOD_IDS = ["good-1", "good-2", "good-3", "good-4"]
@@ -463,7 +463,15 @@ def _write_dangling_symlink(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1)])
 
 
-file_case("dangling-symlink", _write_dangling_symlink, [("gone.jsonl", 0, "not_a_file")], {"a.jsonl": ["good-1"]})
+file_case("dangling-symlink-out-of-the-folder", _write_dangling_symlink, [("gone.jsonl", 0, "symlink_outside_landing")], {"a.jsonl": ["good-1"]})
+
+
+def _write_dangling_symlink_inside(landing: Path) -> None:
+    (landing / "gone.jsonl").symlink_to(landing / "never-written.jsonl")
+    write_lines(landing / "a.jsonl", [good(1)])
+
+
+file_case("dangling-symlink-in-the-folder", _write_dangling_symlink_inside, [("gone.jsonl", 0, "not_a_file")], {"a.jsonl": ["good-1"]})
 
 
 def _write_empty(landing: Path) -> None:
@@ -493,7 +501,9 @@ def _write_bad_file_beside_good(landing: Path) -> None:
 
 
 file_case("binary-file-beside-a-good-one", _write_bad_file_beside_good,
-          [("binary.jsonl", 1, "invalid_utf8"), ("binary.jsonl", 2, "invalid_json"), ("binary.jsonl", 3, "nul_byte")],
+          # a lone CR ends a line too: b"\x00\x00\x00\rIHDR" is lines 3 and 4
+          [("binary.jsonl", 1, "invalid_utf8"), ("binary.jsonl", 2, "invalid_json"), ("binary.jsonl", 3, "nul_byte"),
+           ("binary.jsonl", 4, "invalid_json")],
           {"a.jsonl": ["good-1", "good-2"]})
 
 
@@ -506,8 +516,9 @@ def table_counts(con) -> dict:
 
 
 def physical_lines(path: Path) -> int:
+    """Lines as README defines them: ended by LF, CRLF or a lone CR; a last line without its end counts too."""
     data = path.read_bytes()
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return len(data.splitlines())
 
 
 def assert_ledger_balances(con, landing: Path) -> None:
@@ -567,20 +578,20 @@ def test_corpus_is_large_and_unique():
 @pytest.mark.parametrize("case", _params(CASES))
 def test_bad_input(case: Case, con, landing):
     case.write(landing)
-    ingest_landing(con, landing, CONFIG, now=NOW)  # never raises on bad input
+    ingest_landing(con, landing, CONFIG, now=NOW, final=True)  # never raises on bad input
     assert_case(con, landing, case)
     if case.check:
         assert case.check(con) is not False
     # a second run reads nothing and changes nothing
     before = table_counts(con)
-    again = ingest_landing(con, landing, CONFIG, now=NOW)
+    again = ingest_landing(con, landing, CONFIG, now=NOW, final=True)
     assert again.lines_read == 0 and table_counts(con) == before
 
 
 def test_file_unreadable_is_a_whole_file_row(con, landing):
     """README: whole-file rows (line_no = 0) include file_unreadable; schema.sql: '0 for a whole-file reject'."""
     _write_truncated_gz(landing)
-    ingest_landing(con, landing, CONFIG, now=NOW)
+    ingest_landing(con, landing, CONFIG, now=NOW, final=True)
     report = dict(query(con, "report/ingest_summary").fetchall())
     [(rejected,)] = con.sql("select sum(records_rejected) from ingested_files").fetchall()
     assert report["lines rejected (ingest_rejects)"] == rejected
@@ -624,7 +635,7 @@ def test_all_bad_lines_in_one_file(tmp_path, landing):
     for batch_lines in (2000, 7):  # batch boundaries must not change any outcome
         with connect(tmp_path / f"w{batch_lines}.duckdb") as con:
             ensure_schema(con)
-            summary = ingest_landing(con, landing, CONFIG, now=NOW, batch_lines=batch_lines)
+            summary = ingest_landing(con, landing, CONFIG, now=NOW, batch_lines=batch_lines, final=True)
             rejects = con.sql("select line_no, reason from ingest_rejects order by line_no").fetchall()
             assert len(rejects) == len(expect["rejects"])
             for (line_no, reason), (want_line, reasons) in zip(rejects, expect["rejects"]):
@@ -650,6 +661,6 @@ def test_all_bad_lines_in_one_file(tmp_path, landing):
 def test_all_bad_lines_including_the_crashing_kinds_in_one_file(con, landing):
     lines, _ = _all_in_one(LINE_CASES + BUG_LINE_CASES)
     (landing / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
-    summary = ingest_landing(con, landing, CONFIG, now=NOW)
+    summary = ingest_landing(con, landing, CONFIG, now=NOW, final=True)
     assert summary.lines_read == len(lines) == summary.records_ingested + summary.records_rejected
     assert_ledger_balances(con, landing)

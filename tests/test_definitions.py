@@ -46,3 +46,59 @@ def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 10, 2, 0, tzinfo=timezone.utc))
         [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-11-09"
+
+
+def test_weekly_metrics_depend_on_this_runs_gate_status():
+    """Its high_stakes_judge_calibrated check reads support_gate_status: it must run after it, not see last night's."""
+    graph = defs().resolve_asset_graph()
+    assert dg.AssetKey("support_gate_status") in graph.get(dg.AssetKey("weekly_surface_metrics")).parent_keys
+    job = defs().resolve_job_def("nightly_job")
+    order = [node.name for node in job.graph.nodes_in_topological_order]
+    assert order.index("support_gate_status") < order.index("weekly_metrics")
+
+
+def test_partitions_start_at_the_first_day_not_at_the_ingest_bound():
+    from datetime import date
+
+    from citegate_assets.defs.partitions import FIRST_DAY, daily_partitions, first_partition_day
+    from citegate_assets.lib.records import EARLIEST_DAY
+
+    assert first_partition_day({}, today=date(2026, 11, 30)) == date(2025, 1, 1)  # default: January 1 of the previous year
+    assert first_partition_day({"CITEGATE_FIRST_DAY": "2026-10-01"}) == date(2026, 10, 1)
+    for bad in ("yesterday", "2019-12-31"):
+        try:
+            first_partition_day({"CITEGATE_FIRST_DAY": bad})
+        except ValueError as exc:
+            assert "CITEGATE_FIRST_DAY" in str(exc)
+        else:
+            raise AssertionError(bad)
+    keys = daily_partitions.get_partition_keys(current_time=datetime(2026, 11, 30, 12, tzinfo=timezone.utc))
+    assert keys[0] == FIRST_DAY.isoformat() and FIRST_DAY > EARLIEST_DAY
+    assert len(keys) < 800  # not 2,525 days since 2020-01-01
+
+
+def test_a_range_before_the_first_partition_is_refused_before_anything_runs(tmp_path, landing, dagster_home, capsys):
+    from datetime import timedelta
+
+    from citegate_assets.cli import main
+    from citegate_assets.defs.partitions import FIRST_DAY
+    from citegate_assets.pipeline import RunPlan, run_range, within_partitions
+
+    from .helpers import scenario_record, write_jsonl
+
+    old = FIRST_DAY - timedelta(days=3)
+    warehouse = tmp_path / "w.duckdb"
+    try:
+        run_range(RunPlan(old, old), landing=landing, warehouse=warehouse, config_file=None)
+    except ValueError as exc:
+        assert f"before the first daily partition {FIRST_DAY}: set CITEGATE_FIRST_DAY={old}" in str(exc)
+    else:
+        raise AssertionError("a range Dagster would run and then fail on was accepted")
+    assert not warehouse.exists()
+    # the CLI: named days are refused with what to set; days found in the landing folder start at the first partition
+    write_jsonl(landing / "old.jsonl", [scenario_record("plain-list", "text", logged_at=f"{old}T10:00:00Z")])
+    assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--start", old.isoformat(), "--end", old.isoformat()]) == 2
+    assert "CITEGATE_FIRST_DAY" in capsys.readouterr().err
+    plan = within_partitions(RunPlan(old, FIRST_DAY + timedelta(days=1)), dates_given=False)
+    assert (plan.start, plan.end) == (FIRST_DAY, FIRST_DAY + timedelta(days=1))
+    assert "ingested, not gated" in plan.note

@@ -127,7 +127,7 @@ def test_gzip_file_and_empty_file(con, landing, config):
     with gzip.open(landing / "a.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps(good(1)) + "\n" + json.dumps(good(2)))  # no trailing newline
     (landing / "b.jsonl").write_text("")
-    summary = ingest_landing(con, landing, config)
+    summary = ingest_landing(con, landing, config, final=True)
     assert summary.records_ingested == 2
     ledger = dict(con.sql("select file_name, status from ingested_files").fetchall())
     assert ledger == {"a.jsonl.gz": "complete", "b.jsonl": "complete"}
@@ -137,7 +137,7 @@ def test_gzip_file_and_empty_file(con, landing, config):
 def test_truncated_gzip_keeps_what_was_readable(con, landing, config):
     payload = gzip.compress(("\n".join(json.dumps(good(i)) for i in range(200)) + "\n").encode())
     (landing / "a.jsonl.gz").write_bytes(payload[: len(payload) // 2])
-    summary = ingest_landing(con, landing, config)
+    summary = ingest_landing(con, landing, config, final=True)
     [(reason, detail)] = con.sql("select reason, detail from ingest_rejects").fetchall()
     assert reason == "file_unreadable" and "a.jsonl.gz" in detail
     assert 0 < summary.records_ingested < 200
@@ -166,11 +166,20 @@ def test_appended_file_resumes_after_the_lines_already_read(con, landing, config
 def test_rewritten_file_is_reported_once_and_not_reread(con, landing, config):
     write_jsonl(landing / "a.jsonl", [good(1), good(2)])
     ingest_landing(con, landing, config)
-    write_jsonl(landing / "a.jsonl", [good(3)])
+    write_jsonl(landing / "a.jsonl", [good(1), good(3)])  # same first line, different bytes after it
     ingest_landing(con, landing, config)
     ingest_landing(con, landing, config)
     assert rejects(con) == [("a.jsonl", 0, "file_changed_after_ingest")]
     assert con.sql("select count(*) from prompts").fetchall() == [(2,)]
+
+
+def test_a_new_file_under_an_old_name_is_read(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [good(1), good(2)])
+    ingest_landing(con, landing, config)
+    write_jsonl(landing / "a.jsonl", [good(3)])  # another file now carries the name
+    ingest_landing(con, landing, config)
+    assert rejects(con) == []
+    assert con.sql("select request_id from prompts order by 1").fetchall() == [("req-1",), ("req-2",), ("req-3",)]
 
 
 def test_non_log_entries_are_reported_once(con, landing, config):

@@ -58,7 +58,7 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         context.log.info(f"{file_name}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)")
 
     with warehouse.connect() as con:
-        summary = ingest_landing(con, landing, config, progress=progress)
+        summary = ingest_landing(con, landing, config, progress=progress, final=warehouse.final_read)
         counts = dict(
             query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall()
         )
@@ -75,6 +75,9 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         "records_ingested_this_run": summary.records_ingested,
         "records_rejected_this_run": summary.records_rejected,
         "answers_rejected_this_run": summary.answers_rejected,
+        # held back, not lost: an unterminated last line or an unfinished .gz, read once complete
+        "files_waiting": summary.files_waiting,
+        "bytes_held_back": summary.bytes_held,
         "days_ingested_outside_this_partition": ", ".join(outside[:31]) + (" …" if len(outside) > 31 else ""),
     }
     for name in INGEST_TABLES:

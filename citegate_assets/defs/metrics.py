@@ -104,7 +104,8 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             group_name="metrics",
             kinds={"duckdb"},
             description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, denominator and definition version.",
-            deps=[metric_definitions, "provenance_results", "support_verdicts", "numeric_checks", "citation_queue", "review_outcomes"],
+            # support_gate_status: the uncalibrated-judge check reads it, so it must be this run's, not last night's
+            deps=[metric_definitions, "provenance_results", "support_verdicts", "numeric_checks", "citation_queue", "review_outcomes", "support_gate_status"],
         ),
         dg.AssetSpec(
             "weekly_breakdowns",
@@ -151,9 +152,19 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(on="metric", index="surface", values="value")
     warn = dg.AssetCheckSeverity.WARN
     checks = [
-        dg.AssetCheckResult(check_name=BOUNDS, passed=out_of_bounds.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))}),
-        dg.AssetCheckResult(check_name=RECONCILE, passed=unreconciled.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))}),
-        dg.AssetCheckResult(check_name=VERSIONS, passed=mixed.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))}),
+        dg.AssetCheckResult(
+            check_name=BOUNDS, passed=out_of_bounds.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))},
+            description=f"{out_of_bounds.height} rates out of bounds (outside [0, 1], or a numerator above its denominator)" if out_of_bounds.height else "every rate in [0, 1]",
+        ),
+        dg.AssetCheckResult(
+            check_name=RECONCILE, passed=unreconciled.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))},
+            description=f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream count of the gated days"
+            if unreconciled.height else "every denominator equals its upstream count (gated days)",
+        ),
+        dg.AssetCheckResult(
+            check_name=VERSIONS, passed=mixed.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))},
+            description=f"{mixed.height} (week, metric) mix definition versions" if mixed.height else "one definition version per week and metric",
+        ),
         dg.AssetCheckResult(check_name=PASS_UP_REPAIR_DOWN, passed=warning.is_empty(), severity=warn, metadata={"rows": dg.MetadataValue.md(markdown_table(warning))}),
         dg.AssetCheckResult(check_name=SAME_MODEL, passed=same_model == 0, severity=warn, metadata={"citations": same_model}),
         dg.AssetCheckResult(check_name=UNCALIBRATED, passed=uncalibrated.is_empty(), severity=warn, metadata={"surfaces": dg.MetadataValue.md(markdown_table(uncalibrated))}),

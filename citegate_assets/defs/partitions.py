@@ -1,14 +1,50 @@
-"""Daily partitions by the UTC date of logged_at."""
+"""Daily partitions by the UTC date of logged_at, from the first partition day (CITEGATE_FIRST_DAY)."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import os
+from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 
 from citegate_assets.lib.records import EARLIEST_DAY
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=EARLIEST_DAY.isoformat(), timezone="UTC")
+FIRST_DAY_ENV = "CITEGATE_FIRST_DAY"
+
+
+def first_partition_day(env: dict | None = None, today: date | None = None) -> date:
+    """The first daily partition: CITEGATE_FIRST_DAY (YYYY-MM-DD, not before EARLIEST_DAY), else January 1
+    of the previous UTC year. Records older than it are still ingested (EARLIEST_DAY bounds ingestion);
+    they are gated only once CITEGATE_FIRST_DAY reaches back to them, in the CLI and in `dagster dev` alike."""
+    raw = (os.environ if env is None else env).get(FIRST_DAY_ENV, "").strip()
+    if not raw:
+        today = today or datetime.now(timezone.utc).date()
+        return date(today.year - 1, 1, 1)
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(f"{FIRST_DAY_ENV}={raw!r} is not a date (YYYY-MM-DD)") from None
+    if day < EARLIEST_DAY:
+        raise ValueError(f"{FIRST_DAY_ENV}={raw} is before {EARLIEST_DAY}, the earliest day a record may have")
+    return day
+
+
+FIRST_DAY = first_partition_day()
+daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY.isoformat(), timezone="UTC")
+
+
+def before_first_day(start: date, end: date) -> str | None:
+    """Why days [start, end] (inclusive) cannot be one run, or None. Dagster would run the assets of a
+    range that starts before the definition's first partition and only then fail on an invariant, so
+    such a range is refused before anything runs."""
+    if start >= FIRST_DAY:
+        return None
+    days = f"{start}" if start == end else f"{start} .. {end}"
+    return (
+        f"{days} {'is' if start == end else 'starts'} before the first daily partition {FIRST_DAY}: set "
+        f"{FIRST_DAY_ENV}={start} (for `citegate run` and for `dagster dev` alike) to gate older days; "
+        f"their records are ingested by any run in the meantime"
+    )
 
 
 def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:

@@ -11,66 +11,85 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from citegate_assets.lib.config import Config, load_config
+from citegate_assets.lib.config import Config, load_config, parse_config
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
+from citegate_assets.lib.settings import Settings
+from citegate_assets.lib.settings import resolve as resolve_settings
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DUCKDB_POOL = "citegate_duckdb"
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file, the landing folder of logged prompts, and the citegate.toml in force.
+    """The DuckDB warehouse file, the landing folder of logged prompts, the citegate.toml in force, the
+    published copy, the reviews log and the hand labels.
 
-    Empty fields fall back to CITEGATE_WAREHOUSE, CITEGATE_LOGS and CITEGATE_CONFIG, then to
-    data/warehouse.duckdb, data/landing and ./citegate.toml under the project root.
+    Every path is resolved by citegate_assets.lib.settings, the one place that does it: a non-empty
+    field here counts as the flag (the CLI fills every field with what it resolved and printed), then
+    the environment (CITEGATE_WAREHOUSE, CITEGATE_LOGS, CITEGATE_CONFIG, CITEGATE_PUBLISHED,
+    CITEGATE_REVIEWS, CITEGATE_LABELS), then the config file, then the defaults relative to the
+    current directory (the nightly schedule under `dagster dev` resolves this way).
     """
 
     database: str = ""
     landing_folder: str = ""
-    config_file: str = ""
+    config_file: str = ""  # "<built-in>": the built-in defaults, no file
+    published: str = ""
     labels_path: str = ""
     reviews_path: str = ""
+    # `citegate run --final`: every landing file counts as finished, its unterminated last line included
+    final_read: bool = False
 
-    def reviews(self, config: Config) -> Path:
-        """The reviews log folder: this field, else CITEGATE_REVIEWS, else [queue].reviews beside the config file."""
-        chosen = self.reviews_path or os.environ.get("CITEGATE_REVIEWS")
-        if chosen:
-            return Path(chosen).resolve()
-        base = Path(config.path).resolve().parent if config.path else PROJECT_ROOT
-        return base / config.queue.reviews
+    def settings(self) -> Settings:
+        return resolve_settings(
+            config=self.config_file or None,
+            landing=self.landing_folder or None,
+            warehouse=self.database or None,
+            published=self.published or None,
+            reviews=self.reviews_path or None,
+            labels=self.labels_path or None,
+            given_as="the resource config",
+        )
 
-    def labels(self, config: Config) -> Path:
-        """Hand labels: this field, else CITEGATE_LABELS, else [calibration].labels beside the config file."""
-        chosen = self.labels_path or os.environ.get("CITEGATE_LABELS")
-        if chosen:
-            return Path(chosen).resolve()
-        base = Path(config.path).resolve().parent if config.path else PROJECT_ROOT
-        return base / config.calibration.labels
+    def reviews(self, config: Config | None = None) -> Path:
+        """The reviews log folder (see lib/settings.py for the precedence)."""
+        return self.settings().reviews
+
+    def labels(self, config: Config | None = None) -> Path:
+        """Hand labels, a file or a folder (see lib/settings.py for the precedence)."""
+        return self.settings().labels
 
     def database_path(self) -> Path:
-        return _resolve(self.database, "CITEGATE_WAREHOUSE", "data/warehouse.duckdb")
+        return self.settings().warehouse
 
     def published_path(self) -> Path:
-        """The data team's read-only copy: CITEGATE_PUBLISHED, else <warehouse>.published.duckdb beside it."""
-        if os.environ.get("CITEGATE_PUBLISHED"):
-            return Path(os.environ["CITEGATE_PUBLISHED"]).resolve()
-        db = self.database_path()
-        return db.with_name(db.stem + ".published.duckdb")
+        """The data team's read-only copy."""
+        return self.settings().published
 
     def landing_path(self) -> Path:
-        return _resolve(self.landing_folder, "CITEGATE_LOGS", "data/landing")
+        return self.settings().landing
 
     def config(self) -> Config:
-        explicit = self.config_file or os.environ.get("CITEGATE_CONFIG")
-        if explicit:
-            return load_config(explicit)
-        default = PROJECT_ROOT / "citegate.toml"
-        return load_config(default if default.exists() else None)
+        path = self.settings().config
+        return load_config(path) if path else parse_config({}, None)  # never load_config(None): it would look again
 
     def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return _connect_with_schema(self.database_path())
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[WarehouseResource]:
+        """Every run that uses the warehouse holds its run lock from start to end (lib/runlock.py): the
+        runs the daemon launches as well as `citegate run` and `citegate calibrate` (re-entrant there).
+        Resources are set up once per run by the in-process executor, before any step claims a pool slot.
+        A run that finds the lock held waits CITEGATE_LOCK_WAIT_S seconds (default 0), then fails naming the holder."""
+        from citegate_assets.lib.runlock import run_lock
+
+        wait_s = float(os.environ.get("CITEGATE_LOCK_WAIT_S") or 0)
+        on_wait = lambda holder: context.log.info(f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})")  # noqa: E731
+        hint = "this run stops; run it again when that one ends (CITEGATE_LOCK_WAIT_S=SECONDS makes runs wait)"
+        with run_lock(self.database_path(), wait_s=wait_s, on_wait=on_wait, hint=hint):
+            yield self
 
 
 class JudgeResource(dg.ConfigurableResource):
@@ -87,12 +106,6 @@ class JudgeResource(dg.ConfigurableResource):
         if self.base_url or self.model:
             cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
         return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
-
-
-def _resolve(value: str, env: str, default: str) -> Path:
-    chosen = value or os.environ.get(env) or default
-    path = Path(chosen)
-    return path if path.is_absolute() else (PROJECT_ROOT / path if not value and not os.environ.get(env) else path.resolve())
 
 
 @contextmanager

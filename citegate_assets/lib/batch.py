@@ -34,17 +34,23 @@ PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unk
 
 
 def build_frames(
-    items: list[tuple[int, Record]], config: Config, source_file: str, now: datetime, decoded: dict[int, list] | None = None
+    items: list[tuple[int, Record]],
+    config: Config,
+    origin: dict[int, tuple[str, int]],
+    now: datetime,
+    decoded: dict[int, list] | None = None,
 ) -> Frames:
-    """items: (line_no, record) for every valid record of the batch, in file order; decoded: their messages, if known."""
+    """items: (key, record) for every valid record of the batch, in file order; origin: key -> (file, line);
+    decoded: their messages by key, if known."""
     prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
-    for line_no, rec in items:
+    for key, rec in items:
+        source_file, line_no = origin[key]
         template = rec.template or config.surface(rec.surface).template
         profile = config.profile(template)
         try:
-            messages = decoded[line_no] if decoded is not None else decode_prompt(rec.prompt, rec.prompt_encoding)
+            messages = decoded[key] if decoded is not None else decode_prompt(rec.prompt, rec.prompt_encoding)
         except PromptDecodeError as exc:
-            rejects.append(_reject_row(source_file, line_no, rec, "prompt_undecodable", str(exc)))
+            rejects.append(_reject_row(key, rec, "prompt_undecodable", str(exc)))
             continue
         if profile is None:
             status, unescape = PROFILE_UNKNOWN, "none"
@@ -106,7 +112,8 @@ def build_frames(
         # a span or claim that normalizes to nothing would match everywhere: reject the whole answer
         bad = set(emptied["request_id"].to_list())
         citations = citations.filter(~pl.col("request_id").is_in(list(bad)))
-        for line_no, rec in items:
+        for key, rec in items:
+            source_file, line_no = origin[key]
             if rec.request_id in bad:
                 answer_reject_rows.append(
                     _answer_reject(rec, "citation_empty_field", "a span or claim is empty after normalization", source_file, line_no, now)
@@ -145,8 +152,8 @@ ANSWER_REJECT_SCHEMA = {
 RETRIEVAL_COLUMNS = ["request_id", "day", "chunk_id", "rank", "position", "doc_id", "chunking", "text", "text_normalized", "in_prompt"]
 
 
-def _reject_row(source_file: str, line_no: int, rec: Record, reason: str, detail: str) -> dict:
-    return {"line_no": line_no, "day": rec.day, "request_id": rec.request_id, "reason": reason, "detail": detail}
+def _reject_row(key: int, rec: Record, reason: str, detail: str) -> dict:
+    return {"key": key, "day": rec.day, "request_id": rec.request_id, "reason": reason, "detail": detail}
 
 
 def _answer_reject(rec: Record, reason: str, detail: str, source_file: str, line_no: int, now: datetime) -> tuple:

@@ -1,36 +1,42 @@
-"""Landing folder → warehouse: stream each new log file in batches, validate, normalize, append.
+"""Landing folder → warehouse: stream the new bytes of each log file in batches, validate, normalize, append.
 
-The unit of progress is the landing file. The ledger (`ingested_files`) records, per file, the lines
-already committed, in the same transaction as the rows, so re-ingesting is a no-op and a killed run
-resumes where it stopped. A file whose content changed after ingestion is reported, not re-read.
+The unit of progress is a landing file, known by its content (lib/ledger.py). The ledger records, per file,
+the bytes and lines consumed and the sha256 of exactly those bytes, in the same transaction as the rows, so
+re-ingesting is a no-op, a killed run resumes where it stopped, a rotated file is read on under its new name,
+and a file that is still being written gives up only its complete lines. Batches span files, so a folder of
+many small files costs a few transactions, not one per file.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import os
-import zlib
-from collections.abc import Callable, Iterator
+import errno
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from .batch import build_frames
-from .containers import PromptDecodeError, decode_prompt
 from .config import Config
+from .containers import PromptDecodeError, decode_prompt
+from .landing import LOG_SUFFIXES, Entry, OutsideLanding, landing_entries, landing_root, open_entry
+from .ledger import DONE, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
+from .lines import (
+    READ_ERRORS, RAW_KEEP_BYTES, DecompressedTooLarge, Line, PrefixChanged, ReadState, first_line_fingerprint,
+    open_stream, read_lines,
+)
 from .records import Record, Reject, parse_line
 from .warehouse import query, run_script
 
-LOG_SUFFIXES = (".jsonl", ".jsonl.gz")
+__all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
+
 BATCH_LINES = 2000
 BATCH_BYTES = 16 * 1024 * 1024  # the working set of a batch is ~20x its bytes: this keeps ingest under ~0.5 GB
-MAX_LINE_BYTES = 32 * 1024 * 1024
-RAW_KEEP_BYTES = 64 * 1024  # what a reject row keeps of an oversized line
 BOM = b"\xef\xbb\xbf"
 
 REJECT_SCHEMA = {
@@ -55,6 +61,10 @@ CONFLICT_SCHEMA = {
 }
 
 
+class IngestWriteError(RuntimeError):
+    """The warehouse could not take a batch (disk full, I/O error); nothing committed is lost."""
+
+
 @dataclass
 class FileTally:
     lines_read: int = 0
@@ -72,6 +82,8 @@ class IngestSummary:
     records_rejected: int = 0
     answers_rejected: int = 0
     bytes_read: int = 0
+    files_waiting: int = 0  # an unterminated last line or an unfinished .gz held back for a later run
+    bytes_held: int = 0
     days: set[date] = field(default_factory=set)
 
 
@@ -86,16 +98,22 @@ class BatchWriter:
         self._cursor = con.cursor()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
         self._pending: Future | None = None
+        self._files = ""
+        [(self._database,)] = con.sql("select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()").fetchall()
 
-    def submit(self, relations: dict[str, pl.DataFrame], ledger: dict) -> None:
+    def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
         self.drain()
+        self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
         self._pending = self._pool.submit(_write_batch, self._cursor, relations, ledger)
 
     def drain(self) -> None:
-        """Wait for the batch in flight; its error, if any, is raised here."""
+        """Wait for the batch in flight; its error, if any, is raised here, naming the warehouse and the files."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            pending.result()
+            try:
+                pending.result()
+            except (duckdb.Error, OSError) as exc:
+                raise IngestWriteError(_write_failure(self._database, self._files, exc)) from exc
 
     def close(self) -> None:
         try:
@@ -105,209 +123,404 @@ class BatchWriter:
             self._cursor.close()
 
 
-def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: dict) -> None:
+def _write_failure(database: str, files: str, exc: BaseException) -> str:
+    text = str(exc)
+    full = getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text.lower()
+    what = "the disk is full" if full else "the warehouse could not be written"
+    return (
+        f"{what} while writing {database} (rows from {files or 'the landing ledger'}): {text.splitlines()[0] if text else type(exc).__name__}. "
+        "Nothing committed before is lost and this batch was rolled back; "
+        + ("free space, then run again: it resumes where it stopped." if full else "fix the cause, then run again: it resumes where it stopped.")
+    )
+
+
+def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
+    relations = {**relations, "batch_ledger": ledger_frame(ledger)}
     cursor.execute("begin transaction")
     try:
         for rel, df in relations.items():
             cursor.register(rel, df.to_arrow())
         run_script(cursor, "ingest/insert_batch")
-        run_script(cursor, "ingest/ledger_upsert", ledger)
+        run_script(cursor, "ingest/ledger_upsert")
         cursor.execute("commit")
     except BaseException:
-        cursor.execute("rollback")
+        try:
+            cursor.execute("rollback")
+        except duckdb.Error:
+            pass  # a failed commit has already ended the transaction; the first error is the one to report
         raise
     finally:
         for rel in relations:
-            cursor.unregister(rel)
+            try:
+                cursor.unregister(rel)
+            except duckdb.Error:
+                pass
+
+
+@dataclass
+class _File:
+    """One landing file being read this run: its identity, what of it is consumed, and its counts."""
+
+    entry: Entry
+    file_id: str
+    size: int
+    mtime_ns: int
+    first_seen: datetime | None
+    state: ReadState = field(default_factory=ReadState)
+    tally: FileTally = field(default_factory=FileTally)
+    days: set[date] = field(default_factory=set)
+    retire: list[str] = field(default_factory=list)
+    status: str = "partial"
+    detail: str | None = None
 
 
 def ingest_landing(
     con: duckdb.DuckDBPyConnection,
-    landing: str | os.PathLike,
+    landing: str | Path,
     config: Config,
     *,
     now: datetime | None = None,
     progress: Progress | None = None,
     batch_lines: int = BATCH_LINES,
+    final: bool = False,
 ) -> IngestSummary:
-    """Ingest every new or grown log file in the landing folder. Never raises on bad input."""
-    now = now or datetime.now(timezone.utc)
-    landing = Path(landing)
-    if not landing.is_dir():
-        raise FileNotFoundError(f"{landing}: landing folder not found")
-    summary = IngestSummary()
-    writer = BatchWriter(con)
-    run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
+    """Ingest the new complete lines of every log file in the landing folder. Never raises on bad input.
+
+    final=True: every file counts as finished (its unterminated last line is a line), as does any file that
+    has not changed for [ingest].settle_seconds. Raises IngestWriteError when the warehouse cannot be written.
+    """
+    run = _Run(con, landing_root(landing), config, now or datetime.now(timezone.utc), progress, batch_lines, final)
     try:
-        for entry in sorted(landing.iterdir(), key=lambda p: p.name):
-            if entry.name.startswith("."):
-                continue  # editor and OS droppings (.DS_Store, .swp) are not logs
-            summary.files_seen += 1
-            _ingest_entry(con, writer, run_seen, entry, config, now, summary, progress, batch_lines)
-            writer.drain()
+        for entry in landing_entries(run.root):
+            run.summary.files_seen += 1
+            run.entry(entry)
+        run.commit()
+        run.writer.drain()
     finally:
-        writer.close()
-    return summary
+        run.writer.close()
+    return run.summary
 
 
-def _ingest_entry(con, writer, run_seen, path: Path, config, now, summary, progress, batch_lines) -> None:
-    name = path.name
-    ledger = _ledger_row(con, name)
-    is_log = name.endswith(LOG_SUFFIXES)
-    if not is_log or not path.is_file():
-        if ledger is None:  # report once, then remember it was skipped
-            reason = "not_a_file" if path.is_dir() or not path.is_file() else "not_a_log_file"
-            detail = f"{name}: not a regular file" if reason == "not_a_file" else f"{name}: not *.jsonl or *.jsonl.gz"
-            _skip_file(con, name, reason, detail, now)
-        return
-    size = path.stat().st_size
-    if ledger is not None and ledger["status"] in ("complete", "failed") and ledger["size_bytes"] == size:
-        return
-    sha = _file_sha256(path)
-    start_line, tally, first_seen = 0, FileTally(), now
-    if ledger is not None:
-        first_seen = ledger["first_seen_at"]
-        resumable = ledger["file_sha256"] == sha or (
-            not name.endswith(".gz") and size > ledger["size_bytes"] and _file_sha256(path, ledger["size_bytes"]) == ledger["file_sha256"]
+class _Run:
+    def __init__(self, con, root: Path, config: Config, now: datetime, progress, batch_lines: int, final: bool):
+        self.con, self.root, self.config, self.now, self.progress = con, root, config, now, progress
+        self.landing = str(root)
+        self.limits = config.ingest
+        self.batch_lines, self.final = batch_lines, final
+        self.ledger = Ledger.load(con)
+        self.summary = IngestSummary()
+        self.writer = BatchWriter(con)
+        self.run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
+        self.lines: list[tuple[_File, Line]] = []
+        self.nbytes = 0
+        self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
+        self.events: list[tuple[dict | None, dict]] = []  # (whole-file reject row or None, ledger row)
+
+    # -- entries ---------------------------------------------------------------------------------
+    def entry(self, entry: Entry) -> None:
+        if entry.reason:
+            self.report(entry.name, entry.reason, entry.detail)
+            return
+        with ExitStack() as stack:
+            try:
+                fh, st = stack.enter_context(open_entry(self.root, entry))
+            except OutsideLanding as exc:
+                self.report(entry.name, "symlink_outside_landing", f"{exc}; not followed, nothing of it was read")
+                return
+            except FileNotFoundError:
+                return  # removed since the folder was listed
+            except IsADirectoryError as exc:
+                self.report(entry.name, "not_a_file", str(exc))
+                return
+            except OSError as exc:
+                self.report(entry.name, "file_unreadable", f"{entry.name}: cannot be opened: {exc.strerror or exc}")
+                return
+            self.read_file(entry, fh, st)
+
+    def report(self, name: str, reason: str, detail: str) -> None:
+        """An entry that is not a file to read: one reject row while it stays so; looked at again every run."""
+        eid = entry_id(self.landing, name)
+        prior = self.ledger.by_id.get(eid)
+        if prior is not None and prior["detail"] == detail:
+            return
+        reject = self._file_reject(name, reason, detail)
+        self._event(reject, ledger_row(file_id=eid, landing=self.landing, name=name, status="skipped", now=self.now, detail=detail))
+
+    # -- one file --------------------------------------------------------------------------------
+    def read_file(self, entry: Entry, fh, st) -> None:
+        name = entry.name
+        seen = self.ledger.at(self.landing, name)
+        if seen and seen["size_bytes"] == st.st_size and seen["mtime_ns"] == st.st_mtime_ns and seen["status"] in DONE:
+            return  # unchanged since it was read to its end (or found unreadable at this very size)
+        settled = self.final or time.time() - st.st_mtime >= self.limits.settle_seconds
+        retire = [i for i in (entry_id(self.landing, name),) if i in self.ledger.by_id]
+        pid = path_id(self.landing, name)
+        try:
+            fingerprint = first_line_fingerprint(open_stream(fh, entry.compressed), settled)
+        except READ_ERRORS as exc:
+            self._unidentified(entry, st, retire, settled, exc)
+            return
+        if fingerprint is None:
+            self._unidentified(entry, st, retire, settled, None)
+            return
+        if pid in self.ledger.by_id:
+            retire.append(pid)
+        if any(pending.file_id in (fingerprint, distinct_id(fingerprint, self.landing, name)) for pending in self.files.values()):
+            self.commit()  # the same file under a second name in this run: count what the first one read first
+        row = self.ledger.by_id.get(fingerprint)
+        if row is not None:
+            place = (row["landing"], row["file_name"])
+            f = self._file(entry, st, fingerprint, row, retire)
+            try:
+                self._consume(f, fh, settled, verify=(row["bytes_consumed"], row["lines_read"], row["file_sha256"]))
+                return
+            except PrefixChanged as exc:
+                if place == (self.landing, name):
+                    self._changed(entry, st, row, exc)
+                    return
+            # the same first line as a file read elsewhere, different bytes after it: a file of its own
+            fingerprint = distinct_id(fingerprint, self.landing, name)
+            row = self.ledger.by_id.get(fingerprint)
+            if row is not None:
+                f = self._file(entry, st, fingerprint, row, retire)
+                try:
+                    self._consume(f, fh, settled, verify=(row["bytes_consumed"], row["lines_read"], row["file_sha256"]))
+                except PrefixChanged as exc:
+                    self._changed(entry, st, row, exc)
+                return
+        legacy = self.ledger.legacy(name)
+        skip = 0
+        f = self._file(entry, st, fingerprint, None, retire)
+        if legacy is not None and _legacy_prefix_matches(fh, legacy):
+            skip = legacy["lines_read"]  # read by a release before identities: go on after its lines
+            f.tally = FileTally(legacy["lines_read"], legacy["records_ingested"], legacy["records_rejected"], legacy["answers_rejected"])
+            f.first_seen = legacy["first_seen_at"]
+            f.retire.append(legacy["file_id"])
+        self._consume(f, fh, settled, skip_lines=skip)
+
+    def _file(self, entry: Entry, st, file_id: str, row: dict | None, retire: list[str]) -> _File:
+        f = _File(entry, file_id, st.st_size, st.st_mtime_ns, row["first_seen_at"] if row else None, retire=list(retire))
+        if row is not None:
+            f.tally = FileTally(row["lines_read"], row["records_ingested"], row["records_rejected"], row["answers_rejected"])
+            f.days = set(row["days"] or ())
+        return f
+
+    def _consume(self, f: _File, fh, settled: bool, *, verify=None, skip_lines: int = 0) -> None:
+        """Read the file's new complete lines into batches; PrefixChanged leaves nothing behind."""
+        fh.seek(0)
+        compressed = f.entry.compressed
+        lines = read_lines(
+            open_stream(fh, compressed),
+            f.state,
+            max_line_bytes=self.limits.max_line_bytes,
+            max_inflated_bytes=self.limits.max_decompressed_bytes if compressed else None,
+            final=settled or compressed,  # a gzip stream read to its proper end was closed by its writer
+            verify=verify,
         )
-        if ledger["file_sha256"] == sha and ledger["status"] in ("complete", "failed"):
+        name = f.entry.name
+        self.summary.files_read += 1
+        try:
+            first = next(lines, None)  # a changed prefix raises here, before anything of the file is batched
+            if first is not None:
+                self._add(f, first, skip_lines)
+                for line in lines:
+                    self._add(f, line, skip_lines)
+        except DecompressedTooLarge as exc:
+            f.status, f.detail = "failed", f"{name}: {exc} (the bound is [ingest].max_decompressed_bytes); lines before that point are kept"
+            self._fault(f, "decompressed_too_large")
+        except READ_ERRORS as exc:
+            where = f"after line {f.state.lines}" if f.state.lines else "from its start"
+            if compressed and not settled:
+                f.status, f.detail = "waiting", f"{name}: its compressed stream ends {where} (still being copied?); read on when it changes"
+            else:
+                f.status, f.detail = "failed", f"{name}: unreadable {where}: {exc}; read again when the file changes"
+                self._fault(f, "file_unreadable")
+        else:
+            if f.state.held_bytes:
+                f.status = "waiting"
+                f.detail = (f"{name}: its last line ({f.state.held_bytes:,} bytes) has no end yet; held back until it ends "
+                            "or the file has not changed for [ingest].settle_seconds (or `citegate run --final`)")
+            else:
+                f.status, f.detail = "complete", None
+        if f.status == "waiting":
+            self.summary.files_waiting += 1
+            self.summary.bytes_held += f.state.held_bytes
+        self.files[id(f)] = f
+        self._ledger_row(f)  # known at once: a second name for the same file, later in this run, reads on from here
+
+    def _add(self, f: _File, line: Line, skip_lines: int) -> None:
+        if line.no <= skip_lines:
             return
-        if not resumable:
-            if ledger["detail"] != f"changed to {sha}":
-                _file_changed(con, name, ledger, sha, now)
+        self.lines.append((f, line))
+        self.nbytes += line.length
+        self.files[id(f)] = f
+        if len(self.lines) >= self.batch_lines or self.nbytes >= BATCH_BYTES:
+            self.commit()
+
+    def _unidentified(self, entry: Entry, st, retire: list[str], settled: bool, error: BaseException | None) -> None:
+        """No complete first line yet (an empty file, or one being written), or a .gz that cannot be opened."""
+        name, pid = entry.name, path_id(self.landing, entry.name)
+        if error is None and not settled:
+            status, detail = "waiting", f"{name}: no complete line yet; read once its first line ends"
+        elif error is None:
+            status, detail = "complete", None  # settled and empty
+        elif not settled:
+            status, detail = "waiting", f"{name}: cannot be read yet ({error}); read when it changes"
+        else:
+            status, detail = "failed", f"{name}: unreadable from its start: {error}; read again when the file changes"
+        prior = self.ledger.by_id.get(pid)
+        if prior is not None and (prior["status"], prior["size_bytes"], prior["mtime_ns"]) == (status, st.st_size, st.st_mtime_ns):
             return
-        start_line = ledger["lines_read"]
-        tally = FileTally(ledger["lines_read"], ledger["records_ingested"], ledger["records_rejected"], ledger["answers_rejected"])
-    summary.files_read += 1
-    state = dict(file_name=name, file_sha256=sha, size_bytes=size, first_seen_at=first_seen)
-    batch: list[tuple[int, bytes]] = []
-    batch_bytes = 0
-    try:
-        for line_no, raw in _lines(path, start_line):
-            batch.append((line_no, raw))
-            batch_bytes += len(raw)
-            summary.bytes_read += len(raw)
-            if len(batch) >= batch_lines or batch_bytes >= BATCH_BYTES:
-                _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "partial", None)
-                batch, batch_bytes = [], 0
-                if progress:
-                    progress(name, tally.lines_read, summary.bytes_read)
-    except (EOFError, OSError, zlib.error) as exc:
-        # a truncated or corrupt .gz: keep every line read before the fault, reject the rest of the file
-        failed_line = (batch[-1][0] if batch else tally.lines_read) + 1
-        # a whole-file row (line 0): the lines before the fault are ingested, the rest cannot be read
-        fault = {"line_no": 0, "reason": "file_unreadable", "detail": f"{name}: unreadable from line {failed_line} on: {exc}"}
-        _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "failed", fault)
-        return
-    _commit_batch(con, writer, run_seen, batch, config, now, state, tally, summary, "complete", None)
-    if progress:
-        progress(name, tally.lines_read, summary.bytes_read)
+        if status == "waiting":
+            self.summary.files_waiting += 1
+            self.summary.bytes_held += st.st_size
+        reject = self._file_reject(name, "file_unreadable", detail) if status == "failed" else None
+        self._event(reject, ledger_row(file_id=pid, landing=self.landing, name=name, status=status, now=self.now, size=st.st_size,
+                                       mtime_ns=st.st_mtime_ns, detail=detail, replaces=retire))
+
+    def _changed(self, entry: Entry, st, row: dict, exc: PrefixChanged) -> None:
+        """Rewritten in place after it was read: reported once (per change), never re-read."""
+        detail = f"{entry.name}: content changed after ingestion ({exc}); not re-read"
+        reject = self._file_reject(entry.name, "file_changed_after_ingest", detail)
+        self._event(reject, {**row, "size_bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "status": "failed", "detail": detail,
+                             "finished_at": self.now, "replaces": []})
+
+    def _fault(self, f: _File, reason: str) -> None:
+        self.events.append((self._file_reject(f.entry.name, reason, f.detail), None))
+
+    def _file_reject(self, name: str, reason: str, detail: str) -> dict:
+        return {"source_file": name, "line_no": 0, "day": None, "request_id": None, "reason": reason, "detail": detail,
+                "raw_line": None, "rejected_at": self.now}
+
+    def _event(self, reject: dict | None, row: dict) -> None:
+        self.events.append((reject, row))
+        self.ledger.remember(row)
+
+    def _ledger_row(self, f: _File) -> dict:
+        row = ledger_row(
+            file_id=f.file_id, landing=self.landing, name=f.entry.name, status=f.status, now=self.now, first_seen=f.first_seen,
+            sha256=f.state.digest(), size=f.size, mtime_ns=f.mtime_ns, consumed=f.state.consumed, tally=f.tally,
+            detail=f.detail, days=f.days, replaces=f.retire,
+        )
+        self.ledger.remember(row)
+        return row
+
+    # -- batches ---------------------------------------------------------------------------------
+    def commit(self) -> None:
+        if not (self.lines or self.files or self.events):
+            return
+        lines, files, events = self.lines, self.files, self.events
+        self.lines, self.nbytes, self.files, self.events = [], 0, {}, []
+        relations = _batch_relations(self, lines)
+        rows = [row for _, row in events if row is not None] + [self._ledger_row(f) for f in files.values()]
+        latest: dict[str, dict] = {}
+        for row in rows:  # one row per file: its latest state, superseding all its earlier names
+            earlier = latest.get(row["file_id"])
+            latest[row["file_id"]] = {**row, "replaces": sorted({*row["replaces"], *(earlier["replaces"] if earlier else ())})}
+        ledger = list(latest.values())
+        extra = [reject for reject, _ in events if reject is not None]
+        if extra:
+            relations["batch_rejects"] = pl.concat([relations["batch_rejects"], pl.DataFrame(extra, schema=REJECT_SCHEMA)])
+        self.writer.submit(relations, ledger)
+        if self.progress and lines:
+            last = lines[-1][0]
+            self.progress(last.entry.name, last.state.lines, self.summary.bytes_read)
 
 
-def _lines(path: Path, skip: int) -> Iterator[tuple[int, bytes]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            if line_no > skip:
-                yield line_no, raw
-
-
-def _commit_batch(con, writer, run_seen, batch, config, now, state, tally: FileTally, summary: IngestSummary, status, fault) -> None:
-    name = state["file_name"]
+def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl.DataFrame]:
+    """Parse, validate, deduplicate and normalize one batch of lines (from one file or many)."""
+    now, summary = run.now, run.summary
+    owner: dict[int, _File] = {}
+    origin: dict[int, tuple[str, int]] = {}
     rejects: list[dict] = []
-    raw_by_line: dict[int, str] = {}
+    raw_by_key: dict[int, str] = {}
     items: list[tuple[int, Record]] = []
-    for line_no, raw in batch:
-        result = _parse(raw, line_no, now)
+    for key, (f, line) in enumerate(lines):
+        owner[key], origin[key] = f, (f.entry.name, line.no)
+        result = _parse(line, now, run.limits.max_line_bytes)
         if isinstance(result[0], Reject):
             reject, text = result
-            rejects.append(_reject(line_no, reject, text))
+            rejects.append(_reject(key, reject, text))
             continue
         text, rec = result
-        raw_by_line[line_no] = text
-        items.append((line_no, rec))
+        raw_by_key[key] = text
+        items.append((key, rec))
     # decode first: a record whose prompt cannot be read must not claim its request id
     decoded: dict[int, list] = {}
-    for line_no, rec in items:
+    for key, rec in items:
         try:
-            decoded[line_no] = decode_prompt(rec.prompt, rec.prompt_encoding)
+            decoded[key] = decode_prompt(rec.prompt, rec.prompt_encoding)
         except PromptDecodeError as exc:
-            rejects.append(_reject(line_no, Reject("prompt_undecodable", str(exc)), raw_by_line[line_no], rec))
-    items = [(n, rec) for n, rec in items if n in decoded]
-    items, dup_rejects, conflicts = _drop_known_requests(con, run_seen, items, raw_by_line, name, now)
+            rejects.append(_reject(key, Reject("prompt_undecodable", str(exc)), raw_by_key[key], rec))
+    items = [(k, rec) for k, rec in items if k in decoded]
+    items, dup_rejects, conflicts = _drop_known_requests(run.con, run.run_seen, items, raw_by_key, origin, now)
     rejects.extend(dup_rejects)
-    frames, broken = _frames_isolating_failures(items, config, name, now, decoded)
-    for line_no, rec, exc in broken:  # never expected; one odd record must not stop the landing folder
-        rejects.append(_reject(line_no, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_line[line_no], rec))
+    frames, broken = _frames_isolating_failures(items, run.config, origin, now, decoded)
+    for key, rec, exc in broken:  # never expected; one odd record must not stop the landing folder
+        rejects.append(_reject(key, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_key[key], rec))
     for r in frames.rejects:
-        rejects.append({**r, "raw_line": raw_by_line[r["line_no"]]})
+        rejects.append({**r, "raw_line": raw_by_key[r["key"]]})
     dropped = {r["request_id"] for r in frames.rejects}
-    if dropped:  # undecodable prompts: nothing of the record lands but its reject row
-        items = [(n, rec) for n, rec in items if rec.request_id not in dropped]
-    if fault:
-        rejects.append({"line_no": fault["line_no"], "day": None, "request_id": None, "reason": fault["reason"], "detail": fault["detail"], "raw_line": None})
-    tally.lines_read += len(batch)
-    tally.records_ingested += frames.prompts.height
-    tally.records_rejected += len(rejects) - (1 if fault else 0)
-    tally.answers_rejected += frames.answer_rejects.height
-    summary.lines_read += len(batch)
-    summary.records_ingested += frames.prompts.height
-    summary.records_rejected += len(rejects) - (1 if fault else 0)
+    kept = [(k, rec) for k, rec in items if rec.request_id not in dropped]
+    # per-file counts, so each file's ledger row balances: lines read = records ingested + records rejected
+    for f, _ in lines:
+        f.tally.lines_read += 1
+    for k, rec in kept:
+        owner[k].tally.records_ingested += 1
+        owner[k].days.add(rec.day)
+    for r in rejects:
+        owner[r["key"]].tally.records_rejected += 1
+    answer_owner = {(f.entry.name, n): f for k, (f, n) in ((k, (owner[k], origin[k][1])) for k in owner)}
+    for source, line_no in frames.answer_rejects.select("source_file", "source_line").iter_rows():
+        answer_owner[(source, line_no)].tally.answers_rejected += 1
+    summary.lines_read += len(lines)
+    summary.bytes_read += sum(line.length for _, line in lines)
+    summary.records_ingested += len(kept)
+    summary.records_rejected += len(rejects)
     summary.answers_rejected += frames.answer_rejects.height
-    summary.days.update(frames.prompts["day"].to_list())
-    reject_df = pl.DataFrame(
-        [{**r, "source_file": name, "rejected_at": now} for r in rejects], schema=REJECT_SCHEMA
-    ) if rejects else pl.DataFrame(schema=REJECT_SCHEMA)
-    conflict_df = pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row") if conflicts else pl.DataFrame(schema=CONFLICT_SCHEMA)
-    relations = {
+    summary.days.update(rec.day for _, rec in kept)
+    reject_rows = [
+        {**{k: v for k, v in r.items() if k != "key"}, "source_file": origin[r["key"]][0], "line_no": origin[r["key"]][1], "rejected_at": now}
+        for r in rejects
+    ]
+    return {
         "batch_prompts": frames.prompts,
         "batch_sections": frames.sections,
         "batch_retrievals": frames.retrievals,
         "batch_citations": frames.citations,
         "batch_answer_rejects": frames.answer_rejects,
-        "batch_rejects": reject_df,
-        "batch_conflicts": conflict_df,
+        "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA) if reject_rows else pl.DataFrame(schema=REJECT_SCHEMA),
+        "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row") if conflicts else pl.DataFrame(schema=CONFLICT_SCHEMA),
     }
-    ledger = {
-        **state,
-        "status": status,
-        "lines_read": tally.lines_read,
-        "records_ingested": tally.records_ingested,
-        "records_rejected": tally.records_rejected,
-        "answers_rejected": tally.answers_rejected,
-        "detail": fault["detail"] if fault else None,
-        "finished_at": now if status != "partial" else None,
-    }
-    writer.submit(relations, ledger)
 
 
-def _frames_isolating_failures(items, config, name, now, decoded):
+def _frames_isolating_failures(items, config, origin, now, decoded):
     """build_frames on the batch; if it raises, find the records that make it raise and leave them out."""
     try:
-        return build_frames(items, config, name, now, decoded), []
+        return build_frames(items, config, origin, now, decoded), []
     except Exception:  # noqa: BLE001 — isolate, then report each culprit as a reject row
         good, broken = [], []
         for item in items:
             try:
-                build_frames([item], config, name, now, decoded)
+                build_frames([item], config, origin, now, decoded)
                 good.append(item)
             except Exception as exc:  # noqa: BLE001
                 broken.append((item[0], item[1], exc))
-        return build_frames(good, config, name, now, decoded), broken
+        return build_frames(good, config, origin, now, decoded), broken
 
 
-def _parse(raw: bytes, line_no: int, now: datetime):
+def _parse(line: Line, now: datetime, max_line_bytes: int):
     """(text, record) for a valid line; (Reject, raw text) otherwise."""
-    if line_no == 1 and raw.startswith(BOM):
+    raw = line.raw
+    if line.no == 1 and raw.startswith(BOM):
         raw = raw[len(BOM):]  # a UTF-8 byte order mark is an encoding artifact, not content
-    if len(raw.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+    if line.too_long:
         text = raw[:RAW_KEEP_BYTES].decode("utf-8", "backslashreplace")
-        return Reject("line_too_long", f"line of {len(raw)} bytes exceeds {MAX_LINE_BYTES}; raw_line keeps the first {RAW_KEEP_BYTES}"), text
+        return Reject("line_too_long", f"line of {line.length} bytes exceeds {max_line_bytes}; raw_line keeps the first {RAW_KEEP_BYTES}"), text
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Reject("invalid_utf8", f"not UTF-8 at byte {exc.start}"), raw.decode("utf-8", "backslashreplace")
-    text = text.rstrip("\r\n")
     if "\x00" in text:
         return Reject("nul_byte", f"NUL byte at character {text.index(chr(0))}"), text.replace("\x00", "\\x00")
     result = parse_line(text, now)
@@ -316,10 +529,9 @@ def _parse(raw: bytes, line_no: int, now: datetime):
     return text, result
 
 
-
-def _reject(line_no: int, reject: Reject, raw_text: str, rec: Record | None = None) -> dict:
+def _reject(key: int, reject: Reject, raw_text: str, rec: Record | None = None) -> dict:
     return {
-        "line_no": line_no,
+        "key": key,
         "day": rec.day if rec else None,
         "request_id": rec.request_id if rec else None,
         "reason": reject.reason,
@@ -328,7 +540,7 @@ def _reject(line_no: int, reject: Reject, raw_text: str, rec: Record | None = No
     }
 
 
-def _drop_known_requests(con, run_seen, items, raw_by_line, name, now):
+def _drop_known_requests(con, run_seen, items, raw_by_key, origin, now):
     """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a conflict.
     Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
     seen = run_seen
@@ -342,11 +554,12 @@ def _drop_known_requests(con, run_seen, items, raw_by_line, name, now):
         finally:
             con.unregister("batch_keys")
     kept, rejects, conflicts = [], [], []
-    for line_no, rec in items:
+    for key, rec in items:
+        name, line_no = origin[key]
         prior = seen.get(rec.request_id)
         if prior is None:
             seen[rec.request_id] = (rec.prompt_sha256, f"{name}:{line_no}")
-            kept.append((line_no, rec))
+            kept.append((key, rec))
             continue
         sha, source = prior
         if sha == rec.prompt_sha256:
@@ -354,62 +567,23 @@ def _drop_known_requests(con, run_seen, items, raw_by_line, name, now):
         else:
             reject = Reject("request_id_conflict", f"request_id {rec.request_id!r} already ingested from {source} with a different prompt; the first is kept")
             conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, now))
-        rejects.append(_reject(line_no, reject, raw_by_line[line_no], rec))
+        rejects.append(_reject(key, reject, raw_by_key[key], rec))
     return kept, rejects, conflicts
 
 
-def _ledger_row(con, name: str) -> dict | None:
-    rel = con.sql("select * from ingested_files where file_name = $name", params={"name": name})
-    rows = rel.fetchall()
-    if not rows:
-        return None
-    return dict(zip(rel.columns, rows[0]))
+def _legacy_prefix_matches(fh, legacy: dict) -> bool:
+    """A ledger row of a release before file identities: sha256 of the file's first size_bytes raw bytes."""
+    import hashlib
 
-
-def _skip_file(con, name: str, reason: str, detail: str, now: datetime) -> None:
-    reject = pl.DataFrame(
-        [{"source_file": name, "line_no": 0, "day": None, "request_id": None, "reason": reason, "detail": detail, "raw_line": None, "rejected_at": now}],
-        schema=REJECT_SCHEMA,
-    )
-    _write_file_event(con, reject, dict(file_name=name, file_sha256=None, size_bytes=None, status="skipped", lines_read=0,
-                                         records_ingested=0, records_rejected=0, answers_rejected=0, detail=detail,
-                                         first_seen_at=now, finished_at=now))
-
-
-def _file_changed(con, name: str, ledger: dict, sha: str, now: datetime) -> None:
-    detail = f"{name}: content changed after ingestion (was {ledger['file_sha256'][:12]}, now {sha[:12]}); not re-read"
-    reject = pl.DataFrame(
-        [{"source_file": name, "line_no": 0, "day": None, "request_id": None, "reason": "file_changed_after_ingest", "detail": detail, "raw_line": None, "rejected_at": now}],
-        schema=REJECT_SCHEMA,
-    )
-    _write_file_event(con, reject, {**ledger, "detail": f"changed to {sha}"})
-
-
-def _write_file_event(con, reject: pl.DataFrame, ledger: dict) -> None:
-    con.execute("begin transaction")
-    try:
-        con.register("batch_file_reject", reject.to_arrow())
-        con.execute("insert into ingest_rejects by name select * from batch_file_reject")
-        con.unregister("batch_file_reject")
-        run_script(con, "ingest/ledger_upsert", ledger)
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
-
-
-def _file_sha256(path: Path, limit: int | None = None) -> str:
-    digest = hashlib.sha256()
-    remaining = limit
-    with open(path, "rb") as fh:
-        while True:
-            want = 1 << 20 if remaining is None else min(1 << 20, remaining)
-            if want == 0:
-                break
-            block = fh.read(want)
-            if not block:
-                break
-            digest.update(block)
-            if remaining is not None:
-                remaining -= len(block)
-    return digest.hexdigest()
+    size, expected = legacy["size_bytes"], legacy["file_sha256"]
+    if size is None or expected is None:
+        return False
+    fh.seek(0)
+    digest, remaining = hashlib.sha256(), size
+    while remaining > 0:
+        block = fh.read(min(1 << 20, remaining))
+        if not block:
+            return False
+        digest.update(block)
+        remaining -= len(block)
+    return digest.hexdigest() == expected

@@ -1,47 +1,189 @@
-"""Which UTC days a landing folder holds, without ingesting it (for `citegate run` with no dates)."""
+"""The landing folder: which entries are log files, opened without following anything out of the folder,
+and which UTC days its valid records hold (for `citegate run` with no dates).
+
+Only the folder's top level is read. A symbolic link is read only when its target is a regular file
+inside the landing folder (then the file is recognised by its content and read once); a link out of
+the folder, a directory, a FIFO, a socket or a device is an entry to report, never opened for reading.
+"""
 
 from __future__ import annotations
 
-import gzip
+import os
 import re
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import BinaryIO
 
-from .ingest import LOG_SUFFIXES
+from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
+from .records import Record, parse_line
 
+# app.jsonl, app.jsonl.gz, and the names rotation gives them: app.jsonl.1, app.jsonl.2.gz, app.jsonl-20261130(.gz)
+LOG_NAME = re.compile(r".+\.jsonl(?:\.\d{1,6}|-\d{8,14})?(?:\.gz)?")
+LOG_SUFFIXES = (".jsonl", ".jsonl.gz")  # the names citegate writes itself
 _LOGGED_AT = re.compile(rb'"logged_at"\s*:\s*"([^"]{10,40})"')
 
 
-def days_in_landing(landing: str | Path, known: dict[str, tuple[int, set[date]]] | None = None) -> set[date]:
-    """UTC dates of logged_at over every log file; `known` maps an ingested file name to (size, days)."""
+class OutsideLanding(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name in the landing folder: a log file to read, or something to report (reason, detail)."""
+
+    name: str
+    path: Path
+    reason: str | None = None
+    detail: str | None = None
+
+    @property
+    def compressed(self) -> bool:
+        return self.name.endswith(".gz")
+
+
+def is_log_name(name: str) -> bool:
+    return LOG_NAME.fullmatch(name) is not None
+
+
+def landing_root(landing: str | os.PathLike) -> Path:
+    root = Path(landing)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{landing}: landing folder not found")
+    return Path(os.path.realpath(root))
+
+
+def landing_entries(root: Path) -> Iterator[Entry]:
+    """Every visible top-level entry, by name; dot files (.DS_Store, editors' swap files) are not logs."""
+    for name in sorted(os.listdir(root)):
+        if name.startswith("."):
+            continue
+        path = root / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # removed while we looked
+        if stat.S_ISLNK(st.st_mode):
+            target = os.path.realpath(path)
+            if not _inside(root, target):
+                yield Entry(name, path, "symlink_outside_landing",
+                            f"{name}: a symbolic link out of the landing folder; not followed, nothing of its target was read")
+                continue
+            try:
+                st = os.stat(target)
+            except OSError:
+                yield Entry(name, path, "not_a_file", f"{name}: a symbolic link whose target does not exist")
+                continue
+        if not stat.S_ISREG(st.st_mode):
+            yield Entry(name, path, "not_a_file", f"{name}: not a regular file ({_kind(st.st_mode)})")
+        elif not is_log_name(name):
+            yield Entry(name, path, "not_a_log_file", f"{name}: not *.jsonl or *.jsonl.gz (nor a rotated *.jsonl.N)")
+        else:
+            yield Entry(name, path)
+
+
+@contextmanager
+def open_entry(root: Path, entry: Entry) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """The entry's file, opened read-only without following a link out of the folder and without blocking on a FIFO."""
+    target = os.path.realpath(entry.path)
+    if not _inside(root, target):
+        raise OutsideLanding(f"{entry.name}: resolves outside the landing folder")
+    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        opened = _fd_path(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(f"{entry.name}: not a regular file ({_kind(st.st_mode)})")
+        if opened is not None and not _inside(root, opened):
+            raise OutsideLanding(f"{entry.name}: resolves outside the landing folder")
+        fh = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        yield fh, st
+
+
+def _fd_path(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")  # what was really opened (Linux); guards a link swapped meanwhile
+    except OSError:
+        return None
+
+
+def _inside(root: Path, target: str) -> bool:
+    return target.startswith(str(root) + os.sep)
+
+
+def _kind(mode: int) -> str:
+    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
+def days_in_landing(
+    landing: str | os.PathLike,
+    known: dict[str, tuple[int, int, set[date]]] | None = None,
+    *,
+    now: datetime | None = None,
+    max_line_bytes: int = 32 * 1024 * 1024,
+) -> set[date]:
+    """UTC dates of logged_at over the valid records of every log file.
+
+    `known` maps a file name to (size, mtime_ns, days) of a file read to its end before: unchanged, its
+    days are taken from there. Elsewhere a day counts once one valid record holds it (a rejected line,
+    however dated, never widens a run): only the first lines of each new day are parsed in full.
+    """
+    now = now or datetime.now(timezone.utc)
     known = known or {}
+    root = landing_root(landing)
     days: set[date] = set()
-    for path in sorted(Path(landing).iterdir()):
-        if path.name.startswith(".") or not path.name.endswith(LOG_SUFFIXES) or not path.is_file():
+    for entry in landing_entries(root):
+        if entry.reason:
             continue
-        size_days = known.get(path.name)
-        if size_days and size_days[0] == path.stat().st_size:
-            days |= size_days[1]
-            continue
-        days |= _scan(path)
+        try:
+            with open_entry(root, entry) as (fh, st):
+                seen = known.get(entry.name)
+                if seen and seen[0] == st.st_size and seen[1] == st.st_mtime_ns:
+                    days |= seen[2]
+                    continue
+                days |= _valid_days(open_stream(fh, entry.compressed), now, max_line_bytes, days)
+        except (OutsideLanding, *READ_ERRORS, DecompressedTooLarge):
+            continue  # such a file gets its reject row at ingest
     return days
 
 
-def _scan(path: Path) -> set[date]:
+def _valid_days(stream: BinaryIO, now: datetime, max_line_bytes: int, confirmed: set[date]) -> set[date]:
     found: set[date] = set()
-    opener = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rb") as fh:
-            for line in fh:
-                m = _LOGGED_AT.search(line)
-                if m is None:
-                    continue
-                try:
-                    ts = datetime.fromisoformat(m.group(1).decode("ascii"))
-                except (ValueError, UnicodeDecodeError):
-                    continue
-                if ts.tzinfo is not None:
-                    found.add(ts.astimezone(timezone.utc).date())
-    except (EOFError, OSError):
-        pass  # a corrupt file still gets its reject row at ingest
+        for line in read_lines(stream, ReadState(), max_line_bytes=max_line_bytes, final=True):
+            if line.too_long:
+                continue
+            m = _LOGGED_AT.search(line.raw)
+            if m is None:
+                continue
+            day = _utc_day(m.group(1))
+            if day is None or day in found or day in confirmed:
+                continue
+            try:
+                rec = parse_line(line.raw.decode("utf-8").lstrip("\ufeff"), now)
+            except UnicodeDecodeError:
+                continue
+            if isinstance(rec, Record):
+                found.add(rec.day)
+    except (*READ_ERRORS, DecompressedTooLarge):
+        pass
     return found
+
+
+def _utc_day(value: bytes) -> date | None:
+    try:
+        ts = datetime.fromisoformat(value.decode("ascii"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return ts.astimezone(timezone.utc).date() if ts.tzinfo is not None else None

@@ -39,6 +39,7 @@ def publish_copy(source: Path, target: Path) -> dict:
         raise FileNotFoundError(f"{source}: no DuckDB database to publish")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    remove_stale_temporaries(target)  # a killed run's copy (and its .wal) holds prompts: never leave it behind
     _remove(tmp)  # a leftover from a crashed run with the same pid would be attached, not replaced
     try:
         with connect(source, read_only=True) as con:
@@ -91,6 +92,28 @@ def _literal(path: Path) -> str:
 
 def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove `<target>.tmp-<pid>` copies (and their .wal) of publishes whose process is gone."""
+    removed = []
+    for tmp in Path(target).parent.glob(f"{Path(target).name}.tmp-*"):
+        pid = tmp.name.rsplit(".tmp-", 1)[1].removesuffix(".wal")
+        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove(tmp: Path) -> None:

@@ -1,10 +1,26 @@
-"""Plain-text rendering of queue entries for reviewers (the `citegate queue` command)."""
+"""Plain-text rendering of queue entries for reviewers (the `citegate queue` command).
+
+Every value from the logs goes through lib.terminal.safe: control characters are shown, never obeyed."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
+from citegate_assets.lib.terminal import ident, quote, safe
+
 WIDTH = 100
+
+PASSAGE_SOURCES = {
+    "prompt": "passage as it reached the prompt",
+    "retrieved": "passage as retrieved: the cited chunk is not in the prompt",
+}
+NO_PASSAGE = "no passage: the cited chunk is not in the prompt and was never retrieved"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """Say "1 entry", "2 entries"."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _clip(text: str | None, n: int) -> str:
@@ -14,8 +30,44 @@ def _clip(text: str | None, n: int) -> str:
 
 
 def _wrap(label: str, text: str | None, n: int = 400) -> str:
-    body = textwrap.fill(_clip(text, n), width=WIDTH - 16, subsequent_indent=" " * 16)
+    body = textwrap.fill(_clip(None if text is None else safe(text), n), width=WIDTH - 16, subsequent_indent=" " * 16)
     return f"    {label:<12}{body}"
+
+
+def _span_in_passage(e: dict, passage: str) -> tuple[int, int] | None:
+    """[start, end) of the span in the passage: from the offsets when the passage is the prompt's section,
+    else a case-insensitive search of the span's words (the passage is normalized text, the span as logged)."""
+    if e.get("passage_source") == "prompt" and e.get("found_start") is not None and e.get("section_start") is not None:
+        start, end = e["found_start"] - e["section_start"], e["found_end"] - e["section_start"]
+        if 0 <= start <= end <= len(passage):
+            return start, end
+    words = re.findall(r"\w+", e.get("span") or "")
+    for n in dict.fromkeys((len(words), (len(words) + 1) // 2, min(len(words), 3))):  # whole span, then its start
+        if n == 0:
+            continue
+        match = re.search(r"\W+".join(map(re.escape, words[:n])), passage, re.IGNORECASE)
+        if match:
+            return match.start(), match.end()
+    return None
+
+
+def passage_around_span(e: dict, n: int) -> str | None:
+    """At most about n characters of the passage, centred on the span (marked »«) when it is found in it."""
+    passage = e.get("passage")
+    if passage is None:
+        return None
+    where = _span_in_passage(e, passage)
+    if where is None:
+        return _clip(passage, n)
+    start, end = where
+    if end - start >= n:  # a span longer than the window: its first n characters
+        lo, hi = start, start + n
+    else:
+        lo = max(0, start - (n - (end - start)) // 2)
+        hi = min(len(passage), lo + n)
+        lo = max(0, hi - n)
+    text = passage[lo:start] + "»" + passage[start:min(end, hi)] + ("«" if end <= hi else "") + passage[end:hi]
+    return ("…" if lo > 0 else "") + text + ("…" if hi < len(passage) else "")
 
 
 def render_entry(e: dict, passage_chars: int = 400) -> str:
@@ -23,7 +75,7 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
     if e.get("chunk_share_in_prompt") is not None:
         prov += f" ({e['chunk_share_in_prompt']:.0%} of the chunk reached the prompt)"
     if e.get("support_verdict"):
-        support = f"{e['support_verdict']} — {e['judge_model']} answered {e['judge_raw_answer']!r}"
+        support = f"{safe(e['support_verdict'])} — {safe(e['judge_model'])} answered {quote(e['judge_raw_answer'])}"
     elif e["provenance_reason"] != "ok":
         support = "not judged (provenance failed first)"
     else:
@@ -33,27 +85,30 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
     elif e["numeric_ok"]:
         numeric = "ok"
     else:
-        numeric = "missing in passage: " + ", ".join(e.get("missing_quantities") or [])
-    evidence = e.get("best_evidence_cause") or "—"
+        numeric = "missing in passage: " + ", ".join(safe(q) for q in e.get("missing_quantities") or [])
+    evidence = safe(e.get("best_evidence_cause") or "—")
     if e.get("better_chunk_id"):
-        evidence += f" → better passage {e['better_chunk_id']}"
+        evidence += f" → better passage {safe(e['better_chunk_id'])}"
     where = f"offsets {e['found_start']}..{e['found_end']}" if e.get("found_start") is not None else (
         f"section {e['section_start']}..{e['section_end']}" if e.get("section_start") is not None else "not in the prompt"
     )
     status = e["status"] + (f" ({e['escalation_cause']})" if e.get("escalation_cause") else "")
     if e.get("reviewed_by"):
         status += f" by {e['reviewed_by']}"
+    source = PASSAGE_SOURCES.get(e.get("passage_source"), NO_PASSAGE) if e.get("passage") is not None else NO_PASSAGE
+    passage = passage_around_span(e, passage_chars)
     lines = [
-        f"  {e['citation_id']}  [{status}]  surface={e['surface']}  day={e['day']}  owner={e['owner']}",
+        f"  {ident(e['citation_id'])}  [{safe(status)}]  surface={safe(e['surface'])}  day={e['day']}  owner={safe(e['owner'])}",
         _wrap("claim", e["claim"]),
         _wrap("span", e["span"]),
-        f"    {'chunk':<12}{e['chunk_id']}  (passage from {e['passage_source']})",
-        _wrap("passage", e.get("passage"), passage_chars),
+        f"    {'chunk':<12}{safe(e['chunk_id'])}  ({source})",
+        _wrap("passage", passage, n=10**9),  # already cut around the span
         f"    {'provenance':<12}{prov}",
         f"    {'support':<12}{support}",
         f"    {'numeric':<12}{numeric}",
         f"    {'evidence':<12}{evidence}",
-        f"    {'prompt':<12}request {e['request_id']}  sha256 {e['prompt_sha256'][:16]}…  {e['source_file']}:{e['source_line']}  {where}",
+        f"    {'prompt':<12}request {ident(e['request_id'])}  sha256 {safe(e['prompt_sha256'][:16])}…  "
+        f"{safe(e['source_file'])}:{e['source_line']}  {where}",
     ]
     return "\n".join(lines)
 
@@ -67,15 +122,15 @@ def render_groups(groups: list[dict], entries: list[dict]) -> str:
         by_reason.setdefault(e["reason"], []).append(e)
     out = []
     total = sum(g["entries"] for g in groups)
-    out.append(f"{total} queue entries in {len(groups)} reason groups")
+    out.append(f"{plural(total, 'queue entry', 'queue entries')} in {plural(len(groups), 'reason group')}")
     for g in groups:
         out.append("")
-        out.append(f"== {g['reason']}  ({g['entries']} entries, {g['open']} open; owner: {g['owners']})")
+        out.append(f"== {safe(g['reason'])}  ({plural(g['entries'], 'entry', 'entries')}, {g['open']} open; owner: {safe(g['owners'])})")
         shown = by_reason.get(g["reason"], [])
         for e in shown:
             out.append(render_entry(e, passage_chars=240))
         if g["entries"] > len(shown):
-            out.append(f"  … {g['entries'] - len(shown)} more (--reason {g['reason']} --limit N)")
+            out.append(f"  … {g['entries'] - len(shown)} more (--reason {safe(g['reason'])} --limit N)")
     return "\n".join(out)
 
 
@@ -84,5 +139,29 @@ def render_context(prompt: str, start: int | None, end: int | None, context_char
     if start is None or end is None:
         return "(no location in the prompt)"
     lo, hi = max(0, start - context_chars), min(len(prompt), end + context_chars)
-    text = ("…" if lo > 0 else "") + prompt[lo:start] + "»" + prompt[start:end] + "«" + prompt[end:hi] + ("…" if hi < len(prompt) else "")
+    text = ("…" if lo > 0 else "") + safe(prompt[lo:start]) + "»" + safe(prompt[start:end]) + "«" + safe(prompt[end:hi])
+    text += "…" if hi < len(prompt) else ""
     return textwrap.fill(text, width=WIDTH, initial_indent="    ", subsequent_indent="    ")
+
+
+def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
+    """For an entry with no place in the prompt (the context block was not found): which profile read the
+    prompt, what it looked for, and the start of the prompt, so a reviewer sees why."""
+    template, status = entry.get("template"), entry.get("profile_status")
+    lines = [f"  no location in the prompt: profile {quote(template)} (prompts.template) read it, profile_status {safe(status)}"]
+    if status == "no_context_block":
+        lines.append("  the profile did not find the context block it looks for:")
+    elif status == "unknown_template":
+        lines.append("  no profile of that name is built in or in [templates]: nothing was looked for")
+    if profile is not None:
+        for key in ("context_start", "context_end", "chunk_header", "context_message"):
+            value = getattr(profile, key, None)
+            if value is not None:
+                lines.append(f"    {key:<16}{quote(value)}")
+    elif status != "unknown_template":
+        lines.append("    (the profile is not built in; see [templates] in the config file)")
+    prompt = entry.get("prompt_normalized") or ""
+    head = safe(_clip(prompt, chars))
+    lines.append(f"\n  start of the prompt (normalized, {plural(len(prompt), 'character')}):")
+    lines.append(textwrap.fill(head, width=WIDTH, initial_indent="    ", subsequent_indent="    ") if head else "    (empty)")
+    return "\n".join(lines)

@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import polars as pl
 
+from citegate_assets.lib.terminal import safe
+
+
+def _escaped(df: pl.DataFrame) -> pl.DataFrame:
+    """Text cells (and lists of text) with control characters rendered visibly: the values come from logs."""
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype == pl.String:
+            exprs.append(pl.col(name).map_elements(safe, return_dtype=pl.String, skip_nulls=True))
+        elif dtype == pl.List(pl.String):
+            exprs.append(pl.col(name).list.eval(pl.element().map_elements(safe, return_dtype=pl.String, skip_nulls=True)))
+    out = df.with_columns(exprs) if exprs else df
+    return out.rename({c: safe(c) for c in out.columns if safe(c) != c})
+
 
 def markdown_table(df: pl.DataFrame, max_rows: int = 20) -> str:
     if df.is_empty():
@@ -17,7 +31,7 @@ def markdown_table(df: pl.DataFrame, max_rows: int = 20) -> str:
         fmt_str_lengths=80,
         tbl_width_chars=400,
     ):
-        return str(df.head(max_rows))
+        return str(_escaped(df.head(max_rows)))
 
 
 def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
@@ -32,4 +46,4 @@ def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
         tbl_width_chars=200,
         tbl_formatting="ASCII_MARKDOWN",
     ):
-        return str(df.head(max_rows))
+        return str(_escaped(df.head(max_rows)))

@@ -108,8 +108,10 @@ def make_review(
 ) -> Review:
     """A validated review with a fresh id and timestamp; raises ReviewError naming the problem.
 
-    citation_id, outcome, cause, note, reviewer and queue_reason are stripped (outcome and cause also lower-cased;
-    an empty note or cause counts as none). claim and passage are snapshots and kept verbatim.
+    outcome, cause, note, reviewer and queue_reason are stripped (outcome and cause also lower-cased; an empty
+    note or cause counts as none). citation_id is kept exactly as given: ids are looked up and recorded as
+    stored, and request ids may hold spaces (" r1#2" and "r1#2" are two citations). claim and passage are
+    snapshots and kept verbatim.
     """
     for name, value in (("citation_id", citation_id), ("outcome", outcome), ("queue_reason", queue_reason)):
         if not isinstance(value, str):
@@ -123,7 +125,7 @@ def make_review(
     reviewer = reviewer.strip() if reviewer is not None else default_reviewer()
     review = Review(
         review_id=uuid.uuid4().hex,
-        citation_id=citation_id.strip(),
+        citation_id=citation_id,  # never stripped: the id looked up is the id recorded
         outcome=outcome,
         cause=cause,
         note=note,

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+from .settings import sql_dir
+
+SQL_DIR = sql_dir()  # package data: the project's sql/ in a checkout, a copy inside a wheel
 # Bounded memory for a nightly run on a laptop; DuckDB spills beyond it.
 DEFAULT_SETTINGS = {"memory_limit": "4GB", "preserve_insertion_order": False}
 
@@ -50,8 +52,43 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
+SCHEMA_VERSION = 2  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
+
+
+class SchemaError(RuntimeError):
+    pass
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(load_sql("schema"))
+    """Create the tables, or upgrade a warehouse written by an earlier release, one migration at a time."""
+    version = schema_version(con)
+    if version is not None and version > SCHEMA_VERSION:
+        raise SchemaError(f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: upgrade citegate")
+    if version == SCHEMA_VERSION:
+        return
+    with transaction(con):
+        for number in range((version or SCHEMA_VERSION) + 1, SCHEMA_VERSION + 1):
+            run_script(con, f"migrations/{_migration(number)}")
+        con.execute(load_sql("schema"))
+        con.execute("create table if not exists schema_version (version integer not null, applied_at timestamptz not null)")
+        con.execute("insert into schema_version values ($v, now())", {"v": SCHEMA_VERSION})
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """None for an empty database; 1 for a warehouse written before versions were recorded."""
+    tables = {t for (t,) in con.sql("select table_name from duckdb_tables() where database_name = current_database()").fetchall()}
+    if "schema_version" in tables:
+        [(version,)] = con.sql("select max(version) from schema_version").fetchall()
+        return version
+    return 1 if "prompts" in tables else None
+
+
+@cache
+def _migration(number: int) -> str:
+    found = sorted(p.stem for p in (SQL_DIR / "migrations").glob(f"{number:03d}_*.sql"))
+    if len(found) != 1:
+        raise SchemaError(f"sql/migrations/: expected one {number:03d}_*.sql, found {found}")
+    return found[0]
 
 
 @contextmanager

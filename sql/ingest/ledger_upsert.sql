@@ -1,7 +1,5 @@
--- Ingest progress of one landing file; written in the same transaction as the rows it counts,
--- so a crash leaves the ledger and the tables consistent and the next run resumes after them.
-delete from ingested_files where file_name = $file_name;
-insert into ingested_files values (
-    $file_name, $file_sha256, $size_bytes, $status, $lines_read, $records_ingested, $records_rejected,
-    $answers_rejected, $detail, $first_seen_at, $finished_at
-);
+-- Ingest progress of landing files (batch_ledger, one row per file touched); written in the same transaction
+-- as the rows it counts, so a crash leaves the ledger and the tables consistent and the next run resumes after them.
+delete from ingested_files where file_id in (select file_id from batch_ledger);
+delete from ingested_files where file_id in (select unnest(replaces) from batch_ledger);
+insert into ingested_files by name select * exclude (replaces) from batch_ledger;

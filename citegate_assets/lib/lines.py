@@ -1,0 +1,171 @@
+"""Complete lines of a log file, streamed with bounded memory, and the sha256 of exactly the bytes consumed.
+
+A line ends at LF, CRLF or a lone CR. A last line without its end is held back (a writer may be in
+the middle of it) unless the file is final. A line longer than the cap is reported by its length and
+its first bytes, without ever being held whole; a compressed file that inflates past its bound stops.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+CHUNK_BYTES = 1 << 20
+RAW_KEEP_BYTES = 64 * 1024  # what a reject row keeps of an oversized line
+FINGERPRINT_BYTES = 4096  # a file is known by (at most) this much of its first line
+_EOL = re.compile(rb"\r\n?|\n")
+READ_ERRORS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
+
+
+class PrefixChanged(Exception):
+    """The bytes consumed on an earlier run are not the file's first bytes any more."""
+
+
+class DecompressedTooLarge(Exception):
+    pass
+
+
+@dataclass
+class Line:
+    no: int  # 1-based line number in the (decompressed) file
+    raw: bytes  # without its end; for an oversized line, its first RAW_KEEP_BYTES
+    end: int  # offset just after this line's end: the bytes consumed once it is
+    length: int  # the line's full length without its end
+    too_long: bool = False
+
+
+@dataclass
+class ReadState:
+    """What a reader has consumed; `digest()` is the sha256 of bytes [0, consumed)."""
+
+    consumed: int = 0
+    lines: int = 0
+    held_bytes: int = 0  # an unterminated tail left for a later run
+    inflated: int = 0  # bytes read from the (decompressed) stream
+    hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256)
+
+    def digest(self) -> str:
+        return self.hasher.hexdigest()
+
+
+def open_stream(fh: BinaryIO, compressed: bool) -> BinaryIO:
+    return gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
+
+
+class _Current:
+    """The line being read: its first bytes (bounded), its length so far, the hash through its bytes."""
+
+    def __init__(self, state: ReadState, cap: int):
+        self.cap = cap
+        self.head = bytearray()
+        self.length = 0
+        self.hasher = state.hasher.copy()
+
+    def absorb(self, seg: bytes) -> None:
+        self.hasher.update(seg)
+        self.length += len(seg)
+        room = self.cap + 2 - len(self.head)  # + 2: its end (CRLF) may follow the cap
+        if room > 0:
+            self.head += seg[:room]
+
+    def finish(self, state: ReadState, end_len: int) -> Line:
+        body_len = self.length - end_len
+        state.hasher = self.hasher
+        state.consumed += self.length
+        state.lines += 1
+        too_long = body_len > self.cap
+        raw = bytes(self.head[: RAW_KEEP_BYTES if too_long else body_len])
+        return Line(state.lines, raw, state.consumed, body_len, too_long)
+
+
+def read_lines(
+    stream: BinaryIO,
+    state: ReadState,
+    *,
+    max_line_bytes: int,
+    max_inflated_bytes: int | None = None,
+    final: bool = False,
+    verify: tuple[int, int, str] | None = None,
+) -> Iterator[Line]:
+    """Yield each complete line after the verified prefix; `state` always describes the lines yielded so far.
+
+    verify = (bytes, lines, sha256) consumed on an earlier run: those bytes are hashed, compared (PrefixChanged
+    if they differ) and skipped. A damaged compressed stream raises one of READ_ERRORS after every complete
+    line before the damage was yielded; DecompressedTooLarge past max_inflated_bytes.
+    """
+    if verify:
+        _verify_prefix(stream, state, *verify, max_inflated_bytes)
+    cur = _Current(state, max_line_bytes)
+    cr_at_end = False  # the last chunk ended in CR: CRLF or a lone CR, the next chunk tells
+    while chunk := _read(stream, state, max_inflated_bytes):
+        pos = 0
+        if cr_at_end:
+            cr_at_end = False
+            if chunk[:1] == b"\n":
+                cur.absorb(b"\n")
+                pos = 1
+                yield cur.finish(state, 2)
+            else:
+                yield cur.finish(state, 1)
+            cur = _Current(state, max_line_bytes)
+        for m in _EOL.finditer(chunk, pos):
+            end = m.end()
+            cur.absorb(chunk[pos:end])
+            pos = end
+            if m.group() == b"\r" and end == len(chunk):
+                cr_at_end = True
+                break
+            yield cur.finish(state, end - m.start())
+            cur = _Current(state, max_line_bytes)
+        else:
+            if pos < len(chunk):
+                cur.absorb(chunk[pos:])
+    if cur.length:
+        if final:
+            yield cur.finish(state, 1 if cr_at_end else 0)
+        else:
+            state.held_bytes = cur.length
+
+
+def _read(stream: BinaryIO, state: ReadState, bound: int | None) -> bytes:
+    # read1: a damaged gzip stream then loses only the bytes of its last step, not a whole chunk of good lines
+    chunk = stream.read1(CHUNK_BYTES) if isinstance(stream, gzip.GzipFile) else stream.read(CHUNK_BYTES)
+    state.inflated += len(chunk)
+    if bound is not None and state.inflated > bound:
+        raise DecompressedTooLarge(f"decompresses to more than {bound:,} bytes")
+    return chunk
+
+
+def _verify_prefix(stream: BinaryIO, state: ReadState, nbytes: int, nlines: int, sha: str, bound: int | None) -> None:
+    remaining = nbytes
+    while remaining > 0:
+        block = stream.read(min(CHUNK_BYTES, remaining))
+        if not block:
+            raise PrefixChanged(f"it is now shorter than the {nbytes:,} bytes read before")
+        state.inflated += len(block)
+        state.hasher.update(block)
+        remaining -= len(block)
+    if state.hasher.hexdigest() != sha:
+        raise PrefixChanged("its first bytes differ from those read before")
+    state.consumed, state.lines = nbytes, nlines
+
+
+def first_line_fingerprint(stream: BinaryIO, final: bool) -> str | None:
+    """sha256 of the file's first line (at most FINGERPRINT_BYTES of it); None while that is still being written."""
+    head = bytearray()
+    while len(head) <= FINGERPRINT_BYTES:
+        block = stream.read(FINGERPRINT_BYTES + 1 - len(head))
+        if not block:
+            break
+        head += block
+        m = _EOL.search(head)
+        if m is not None:
+            return hashlib.sha256(bytes(head[: min(m.start(), FINGERPRINT_BYTES)])).hexdigest()
+    if len(head) > FINGERPRINT_BYTES or (final and head):
+        return hashlib.sha256(bytes(head[:FINGERPRINT_BYTES])).hexdigest()
+    return None
