@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test ui bench install clean
+.PHONY: demo test ui bench install clean fixtures
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,3 +30,12 @@ clean:
 # speed and memory against their targets (BENCHMARKS.md); BENCH_ARGS="--quick" checks the harness in a minute
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench $(BENCH_ARGS)
+
+# issue 12: re-render tests/fixtures/frameworks/ with the real frameworks (tests/fixtures/frameworks/README.md).
+# Own venv; installs the pins of the `fixtures` extra alone (they conflict with citegate's openai pin).
+FX_VENV := .venv-fixtures
+fixtures:
+	@test -x $(FX_VENV)/bin/python || $(PYTHON) -m venv $(FX_VENV)
+	$(FX_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["fixtures"]))' > $(FX_VENV)/requirements.txt
+	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
+	$(FX_VENV)/bin/python scripts/render_fixtures.py

@@ -192,18 +192,18 @@ def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float =
     if not logs.is_dir():
         raise FileNotFoundError(f"{logs}: landing folder not found ({settings.sources['landing'][1]})")
     cfg = _load_config(settings)  # fail fast on a bad config, naming the key
-    print("\n".join(settings.describe()))
+    print(safe("\n".join(settings.describe()), newlines=True))
     plan = within_partitions(plan_days(logs, warehouse, start, end), dates_given=start is not None)
     print(f"running days {plan.start} .. {plan.end} (config: {cfg.path or 'built-in defaults'})")
     if plan.note:
-        print(f"note: {_note_wording(plan.note)}")
+        print(f"note: {safe(_note_wording(plan.note))}")
     t0 = time.monotonic()
     result = run_range(
         plan,
         settings=settings,
         log_level="ERROR" if quiet else "INFO",
         wait_s=wait_s,
-        on_wait=lambda holder: print(f"waiting for the run that holds {warehouse} ({holder}) …", flush=True),
+        on_wait=lambda holder: print(safe(f"waiting for the run that holds {warehouse} ({holder}) …"), flush=True),
         final=final,
     )
     elapsed = time.monotonic() - t0
@@ -234,7 +234,7 @@ def cmd_calibrate(args) -> int:
     _load_config(settings)
     if args.labels is not None and not settings.labels.exists():
         raise FileNotFoundError(f"{settings.labels}: labels file or folder not found")
-    print("\n".join(settings.describe()))
+    print(safe("\n".join(settings.describe()), newlines=True))
     result = run_calibration(settings=settings)
     if not result.success:
         _print_failure(result)
@@ -254,7 +254,7 @@ def _readable(args) -> Path:
             f"{settings.sources['warehouse'][1]}). Readers open only the published copy, never the working file a run "
             "may be writing: run `citegate run` first (its last step publishes the copy)"
         )
-    print(f"reading {published}  ({settings.sources['published'][1]})", file=sys.stderr)
+    print(safe(f"reading {published}  ({settings.sources['published'][1]})"), file=sys.stderr)
     return published
 
 
@@ -288,11 +288,12 @@ def cmd_metrics(args) -> int:
     for week in weeks:
         print(f"\nWeek of {week} (ISO week, Monday, UTC): value (numerator / denominator)")
         surfaces = sorted({r["surface"] for r in rows if r["week_start"] == week})
-        header = f"  {'surface':<20}" + "".join(f"{m:>26}" for m in HEADLINE)
+        width = max([20, *(len(ident(s)) + 2 for s in surfaces)])
+        header = f"  {'surface':<{width}}" + "".join(f"{m:>26}" for m in HEADLINE)
         print(header)
         for surface in surfaces:
             cells = {r["metric"]: r for r in rows if r["week_start"] == week and r["surface"] == surface}
-            print(f"  {ident(surface):<20}" + "".join(f"{_cell(cells.get(m)):>26}" for m in HEADLINE))
+            print(f"  {ident(surface):<{width}}" + "".join(f"{_cell(cells.get(m)):>26}" for m in HEADLINE))
     return 0
 
 
@@ -358,27 +359,30 @@ def cmd_trace(args) -> int:
     rows_are = "rows" if cell["denominator"] is None else "citations in the denominator,"
     print(f"  behind it: {totals['denominator_rows']} {rows_are} from {totals['prompts']} prompts; "
           f"{totals['numerator_rows']} count toward the numerator (sum of weights {_num(totals['numerator_sum'])})")
-    print(f"\n  {'citation_id':<28}{'weight':>8}  {'request_id':<24}{'prompt sha256':<18}log")
+    cw = max([28, *(len(ident(r[0])) + 2 for r in rows)])  # ids are shown escaped, so as wide as they print
+    rw = max([24, *(len(ident(r[1])) + 2 for r in rows)])
+    print(f"\n  {'citation_id':<{cw}}{'weight':>8}  {'request_id':<{rw}}{'prompt sha256':<18}log")
     for citation_id, request_id, weight, sha, source_file, source_line, _ in rows:
         w = "NULL" if weight is None else f"{weight:.3f}".rstrip("0").rstrip(".")
-        print(f"  {ident(citation_id):<28}{w:>8}  {ident(request_id):<24}{safe(sha[:16]):<18}{safe(source_file)}:{source_line}")
+        print(f"  {ident(citation_id):<{cw}}{w:>8}  {ident(request_id):<{rw}}{safe(sha[:16]):<18}{safe(source_file)}:{source_line}")
     if totals["denominator_rows"] > len(rows):
         print(f"  … {totals['denominator_rows'] - len(rows)} more (--limit N)")
     return 0
 
 
 def cmd_queue(args) -> int:
-    from citegate_assets.lib.queue_view import render_context, render_entry, render_groups
+    from citegate_assets.lib.queue_view import render_context, render_entry, render_groups, render_unlocated
     from citegate_assets.lib.warehouse import connect, query
 
     with connect(_readable(args), read_only=True) as con:
         if args.action == "show":
-            if not args.citation_id:
+            if args.citation_id is None:
                 raise ValueError("usage: citegate queue show CITATION_ID")
-            rel = query(con, "review/queue_entry", {"citation_id": args.citation_id})
+            rel = query(con, "review/queue_entry", {"citation_id": args.citation_id})  # the id exactly as typed
             rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
             if not rows:
-                raise ValueError(f"no queue entry {args.citation_id!r}: it passes both gates, or it is not in this warehouse")
+                raise ValueError(f"no queue entry {quote(args.citation_id)}: it passes both gates, or it is not in this "
+                                 f"warehouse{_did_you_mean(con, args.citation_id)}")
             entry = rows[0]
             start, end = entry["found_start"], entry["found_end"]
             where = "where the span was found"
@@ -387,6 +391,10 @@ def cmd_queue(args) -> int:
             elif start is None:
                 start, end, where = entry["context_start"], entry["context_end"], "the context block (the cited chunk is not in it)"
             print(render_entry(entry, passage_chars=4000))
+            if start is None:  # the context block was not found: show what the profile looked for, and the prompt
+                print()
+                print(render_unlocated(entry, _profile_for(args, entry["template"])))
+                return 0
             print(f"\n  prompt (normalized), around {where}:")
             print(render_context(entry["prompt_normalized"], start, end))
             return 0
@@ -411,17 +419,49 @@ def cmd_review(args) -> int:
         rows = con.sql(
             "select reason, claim, passage, status from citation_queue where citation_id = $id", params={"id": args.citation_id}
         ).fetchall()
+        hint = _did_you_mean(con, args.citation_id) if not rows else ""
     if not rows:
-        raise ValueError(f"no queue entry {args.citation_id!r}: see `citegate queue` for the entries (nothing was written)")
+        raise ValueError(f"no queue entry {quote(args.citation_id)}: see `citegate queue` for the entries (nothing was "
+                         f"written){hint}")
     reason, claim, passage, status = rows[0]
     review = make_review(**fields, queue_reason=reason, claim=claim, passage=passage)
+    if review.citation_id != args.citation_id:  # the id looked up is the id recorded, never altered
+        raise RuntimeError(f"the review would record {quote(review.citation_id)}, not {quote(args.citation_id)}: nothing was written")
     # the same resolution the run uses (lib/settings.py), so the next run of this warehouse reads it
     path = append_review(settings.reviews, review)
     print(
-        f"recorded {review.outcome}{' (' + review.cause + ')' if review.cause else ''} on {review.citation_id} by {review.reviewer} "
-        f"in {path}\nits status ({status} now) follows on the next run: citegate run, or the nightly schedule"
+        f"recorded {safe(review.outcome)}{' (' + safe(review.cause) + ')' if review.cause else ''} on {ident(review.citation_id)} "
+        f"by {ident(review.reviewer)} in {safe(path)}\nits status ({safe(status)} now) follows on the next run: citegate run, "
+        "or the nightly schedule"
     )
     return 0
+
+
+def _did_you_mean(con, typed: str) -> str:
+    """A hint, never a substitute: the queue's ids that differ from the typed one only by blanks at either end
+    (ids are used exactly as stored; request ids may hold spaces, so " r1#2" and "r1#2" are two citations)."""
+    core = typed.strip()
+    if not core:
+        return ""
+    near = [cid for (cid,) in con.sql(
+        "select citation_id from citation_queue where contains(citation_id, $core) order by citation_id limit 200",
+        params={"core": core},
+    ).fetchall() if cid != typed and cid.strip() == core][:5]
+    if not near:
+        return ""
+    return "; did you mean " + " or ".join(quote(cid) for cid in near) + "? (ids are used exactly as typed, blanks included)"
+
+
+def _profile_for(args, template: str | None):
+    """The profile named `template`: built in, or from the config file in force (None when neither has it)."""
+    from citegate_assets.lib.profiles import BUILTIN_PROFILES
+
+    if template in BUILTIN_PROFILES:
+        return BUILTIN_PROFILES[template]
+    try:
+        return _load_config(_settings(args)).profile(template)
+    except (ValueError, OSError):  # a bad or missing config file: the prompt is still worth showing
+        return None
 
 
 def calibration_report(warehouse: Path) -> str:
@@ -456,20 +496,25 @@ def _print_failure(result) -> None:
                 root = error
                 while root.cause is not None:  # e.g. the run lock refusal under a resource's init error
                     root = root.cause
-                cause = f"\n  caused by: {root.message.strip()}" if root is not error else ""
-                print(f"failed in {event.step_key or 'the run'}: {error.message.strip()}{cause}", file=sys.stderr)
+                cause = f"\n  caused by: {_message(root.message)}" if root is not error else ""
+                print(f"failed in {safe(event.step_key or 'the run')}: {_message(error.message)}{cause}", file=sys.stderr)
                 printed = True
     for check in result.get_asset_check_evaluations():
         if check.passed:
             continue
         level = "warning" if check.severity.value == "WARN" else "failed"
-        print(f"\ncheck {check.asset_key.to_user_string()}.{check.check_name} {level}"
-              + (f": {check.description}" if check.description else ""), file=sys.stderr)
+        print(f"\ncheck {safe(check.asset_key.to_user_string())}.{safe(check.check_name)} {level}"
+              + (f": {_message(check.description)}" if check.description else ""), file=sys.stderr)
         for name, value in (check.metadata or {}).items():
             text = str(getattr(value, "value", value)).strip()
-            if text and text != "_no rows_":
-                print(f"  {name}:\n" + textwrap.indent(text, "    "), file=sys.stderr)
+            if text and text != "_no rows_":  # tables of logged values: every line escaped, and indented
+                print(f"  {safe(name)}:\n" + textwrap.indent(safe(text, newlines=True), "    "), file=sys.stderr)
     print(f"run {result.run_id} failed", file=sys.stderr)
+
+
+def _message(text: str) -> str:
+    """An error message that may quote logged values: escaped, its further lines indented under its first."""
+    return textwrap.indent(safe(text.strip(), newlines=True), "    ").lstrip()
 
 
 def summarize(warehouse: Path) -> str:

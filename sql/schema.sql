@@ -82,7 +82,8 @@ create table if not exists citations (
     claim varchar not null,
     span_normalized varchar not null,
     claim_normalized varchar not null,
-    normalization_version varchar not null
+    normalization_version varchar not null,
+    cited_as varchar                     -- schema 3: the id as the answer gave it, when that was a position ("[2]")
 );
 
 create table if not exists ingest_rejects (

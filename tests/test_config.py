@@ -20,7 +20,7 @@ from citegate_assets.lib.config import (
 def test_demo_config_loads(demo_config):
     assert demo_config.surface("billing-assistant").stakes == "high"
     assert demo_config.surface("never-heard-of-it").name == "default"
-    assert demo_config.surface("internal-search").template == "llamaindex-citation"
+    assert demo_config.surface("internal-search").template == "auto"  # no template configured: found by content
 
 
 def test_unknown_top_level_key_is_named(tmp_path):

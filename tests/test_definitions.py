@@ -42,8 +42,10 @@ def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):
     schedule = d.get_schedule_def("nightly_schedule")
     assert schedule.cron_schedule == "0 2 * * *"
     assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
-    with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 10, 2, 0, tzinfo=timezone.utc))
+    at_two = datetime(2026, 11, 10, 2, 0, tzinfo=timezone.utc)
+    # both as context managers: the schedule context's instance sets dagster's current defs-state storage,
+    # and left open it outlives the test instance (a later Definitions load then hits a dead weakref)
+    with dg.instance_for_test() as instance, dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:
         [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-11-09"
 

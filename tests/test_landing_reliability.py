@@ -22,7 +22,7 @@ import pytest
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
 from citegate_assets.lib.landing import days_in_landing
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema
 
 from .helpers import scenario_record
 
@@ -424,7 +424,7 @@ def test_the_ledger_of_a_release_before_file_identities_is_adopted(tmp_path, con
     with connect(db) as c:
         before = c.sql("select count(*) from prompts").fetchall()[0][0]
         ensure_schema(c)
-        assert c.sql("select max(version) from schema_version").fetchall() == [(2,)]
+        assert c.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)]
         summary = ingest_landing(c, landing, config, final=True)
         assert summary.records_ingested == 0 and summary.records_rejected == 0
         assert c.sql("select count(*) from prompts").fetchall() == [(before,)]

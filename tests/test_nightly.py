@@ -68,10 +68,9 @@ def test_scheduled_run_at_two_with_todays_records_publishes(nightly, monkeypatch
     monkeypatch.setenv("CITEGATE_WAREHOUSE", str(warehouse))
     d = defs()
     instance = dg.DagsterInstance.get()
-    context = dg.build_schedule_context(
-        instance=instance, scheduled_execution_time=datetime.combine(TODAY, time(2, 0), tzinfo=timezone.utc)
-    )
-    [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
+    at_two = datetime.combine(TODAY, time(2, 0), tzinfo=timezone.utc)
+    with dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:  # `with`: it resets what it set
+        [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
     assert request.partition_key == YESTERDAY.isoformat()
     result = d.resolve_job_def("nightly_job").execute_in_process(
         instance=instance, partition_key=request.partition_key, tags=request.tags, run_config=request.run_config or None, raise_on_error=False
@@ -127,10 +126,7 @@ def test_reconcile_counts_gated_days_only(nightly):
     with connect(warehouse) as con:
         assert query(con, "metric_tables/check_reconcile").fetchall() == []  # today's 16 citations are not gated
         # a citation of a gated day without its provenance row still fails the check
-        con.execute(
-            "insert into citations select 'y-0#99', request_id, day, 99, surface, answer_model, chunk_id, span, claim, "
-            "span_normalized, claim_normalized, normalization_version from citations where citation_id = 'y-0#0'"
-        )
+        con.execute("insert into citations select * replace ('y-0#99' as citation_id, 99 as position) from citations where citation_id = 'y-0#0'")
         [(_, _, metric, denominator, expected)] = [r for r in query(con, "metric_tables/check_reconcile").fetchall() if r[2] == "provenance_pass_rate"]
         assert (denominator, expected) == (N_YESTERDAY * len(CITATIONS), N_YESTERDAY * len(CITATIONS) + 1)
 

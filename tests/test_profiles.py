@@ -16,6 +16,7 @@ DAY = date(2026, 11, 2)
 
 def test_builtin_profile_names():
     assert set(BUILTIN_PROFILES) == {
+        "auto",
         "anthropic-xml",
         "llamaindex-citation",
         "langchain-stuff",
@@ -35,6 +36,20 @@ def test_every_reason(template, encoding, con, landing, config):
     assert got == expected
     [(status, n_sections)] = con.sql("select profile_status, n_sections from prompts").fetchall()
     assert (status, n_sections) == ("ok", 3)
+
+
+@pytest.mark.parametrize("template,encoding", PROFILE_ENCODINGS)
+def test_auto_agrees_with_the_named_profile(template, encoding, con, landing, config):
+    """The same prompt with no template configured (auto) gets every reason the named profile gives."""
+    record = scenario_record(template, encoding)
+    del record["template"]
+    write_jsonl(landing / "day.jsonl", [record])
+    ingest_landing(con, landing, config)
+    check_provenance(con, DAY, date(2026, 11, 3))
+    got = dict(con.sql("select citation_id, reason from provenance_results").fetchall())
+    assert got == {f"req-1#{i}": reason for i, (_, _, reason) in enumerate(CITATIONS)}
+    [(template_used, status, n_sections)] = con.sql("select template, profile_status, n_sections from prompts").fetchall()
+    assert (template_used, status, n_sections) == ("auto", "ok", 3)
 
 
 @pytest.mark.parametrize("template,encoding", PROFILE_ENCODINGS)

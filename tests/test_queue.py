@@ -96,7 +96,7 @@ def test_queue_cli_groups_with_counts(demo, capsys):
     total = rows(warehouse, "select count(*) from citation_queue")[0][0]
     assert f"{total} queue entries" in out
     for reason, n in rows(warehouse, "select reason, count(*) from citation_queue group by 1"):
-        assert f"== {reason}  ({n} entries, {n} open;" in out
+        assert f"== {reason}  ({n} {'entry' if n == 1 else 'entries'}, {n} open;" in out
     [(cid,)] = rows(warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1")
     assert main(["queue", "show", cid]) == 0
     shown = capsys.readouterr().out
@@ -190,3 +190,43 @@ def test_another_passage_supporting_the_claim_is_found(tmp_path, landing, dagste
     assert rows(warehouse, "select reason, best_evidence_cause, better_chunk_id from citation_queue") == [
         ("support_no", "ranking_or_chunking", "kb-2#c1")
     ]
+
+
+def test_review_records_the_id_exactly_as_typed(tmp_path, landing, dagster_home, monkeypatch, capsys):
+    """Request ids may hold spaces: " r1#2" and "r1#2" are two citations, and a review lands on the one typed."""
+    from citegate_assets.lib.reviews import read_reviews
+
+    from .helpers import scenario_record, write_jsonl
+
+    warehouse, reviews = tmp_path / "w.duckdb", tmp_path / "reviews"
+    monkeypatch.setenv("CITEGATE_WAREHOUSE", str(warehouse))
+    monkeypatch.setenv("CITEGATE_REVIEWS", str(reviews))
+    monkeypatch.setenv("CITEGATE_REVIEWER", "tester")
+    records = [scenario_record("plain-list", "text", request_id=rid) for rid in ("r1", " r1")]
+    write_jsonl(landing / "a.jsonl", records)
+    plan = RunPlan(date(2026, 11, 2), date(2026, 11, 2))
+    assert run_range(plan, landing=landing, warehouse=warehouse, config_file=None).success
+    assert {"r1#2", " r1#2"} <= {c for (c,) in rows(warehouse, "select citation_id from citation_queue")}
+
+    def logged() -> list[str]:
+        return [line.review.citation_id for line in read_reviews(reviews)]
+
+    assert main(["review", " r1#2", "accept"]) == 0
+    assert "on ' r1#2' by tester" in capsys.readouterr().out
+    assert logged() == [" r1#2"]  # not "r1#2", another request's citation
+    assert main(["review", "r1#2", "repair"]) == 0
+    assert logged() == [" r1#2", "r1#2"]
+    # an id found only once its blanks are dropped: refused, the stored ids only as a hint, nothing written
+    assert main(["review", "r1#2 ", "escalate", "--cause", "other"]) == 2
+    err = capsys.readouterr().err
+    assert "no queue entry 'r1#2 '" in err and "did you mean ' r1#2' or 'r1#2'?" in err and "nothing was written" in err
+    assert logged() == [" r1#2", "r1#2"]
+    assert main(["queue", "show", "r1#2 "]) == 2
+    assert "did you mean ' r1#2' or 'r1#2'?" in capsys.readouterr().err
+    assert main(["queue", "show", " r1#2"]) == 0
+    assert "request ' r1'" in capsys.readouterr().out
+    # the next run gives each its own status
+    assert run_range(plan, landing=landing, warehouse=warehouse, config_file=None).success
+    assert dict(rows(warehouse, "select citation_id, status from citation_queue where citation_id in ('r1#2', ' r1#2')")) == {
+        " r1#2": "accepted", "r1#2": "repaired",
+    }

@@ -44,7 +44,7 @@ def test_make_review_fields_and_format():
         outcome=" Escalate ", cause=" Ranking ", note="  wrong chunk ranked first  ", now=T0, citation_id=" c-9 "
     )
     assert r.outcome == "escalate" and r.cause == "ranking" and r.note == "wrong chunk ranked first"
-    assert r.citation_id == "c-9"
+    assert r.citation_id == " c-9 "  # ids are kept exactly as given: " r1#2" and "r1#2" are two citations
     assert r.reviewed_at == "2026-11-30T06:30:01.123456Z"
     assert len(r.review_id) == 32 and int(r.review_id, 16) >= 0
     assert r.claim == "The Pro plan costs $49 per month." and r.passage == "kb-1#c1 text"

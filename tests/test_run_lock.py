@@ -115,8 +115,9 @@ def scheduled_run(landing, warehouse, monkeypatch):
     monkeypatch.setenv("CITEGATE_LABELS", str(warehouse.with_name("no-labels")))
     d = defs()
     instance = dg.DagsterInstance.get()
-    context = dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 3, 2, 0, tzinfo=timezone.utc))
-    [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
+    at_two = datetime(2026, 11, 3, 2, 0, tzinfo=timezone.utc)
+    with dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:  # `with`: it resets what it set
+        [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
     return d.resolve_job_def("nightly_job").execute_in_process(
         instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
     )

@@ -16,7 +16,8 @@ import polars as pl
 from .config import Config
 from .containers import PromptDecodeError, decode_prompt
 from .normalize import NORMALIZATION_VERSION, normalize
-from .profiles import BODY, CONTEXT, HEADER, split_prompt
+from .locate import locate_chunks, positional_ref
+from .profiles import AUTO, BODY, CONTEXT, HEADER, split_prompt
 from .records import Record
 
 
@@ -31,6 +32,8 @@ class Frames:
 
 
 PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
+PROFILE_AUTO = "auto"  # while building: decided once the chunks are sought (ok or no_context_block)
+_ENTITIES = ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;")
 
 
 def build_frames(
@@ -52,7 +55,11 @@ def build_frames(
         except PromptDecodeError as exc:
             rejects.append(_reject_row(key, rec, "prompt_undecodable", str(exc)))
             continue
-        if profile is None:
+        if template == AUTO:
+            # no pattern: each message is one piece; the chunks are found by content once normalized
+            status, unescape = PROFILE_AUTO, _auto_unescape(messages, rec.retrieved)
+            pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
+        elif profile is None:
             status, unescape = PROFILE_UNKNOWN, "none"
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         else:
@@ -100,8 +107,12 @@ def build_frames(
     prompts = pl.DataFrame(prompt_rows, schema=PROMPT_SCHEMA, orient="row") if prompt_rows else pl.DataFrame(schema=PROMPT_SCHEMA)
     pieces = _normalized_pieces(piece_rows)
     retrievals = _retrievals(retrieval_rows)
+    joined = _joined(pieces)
     sections = _sections(pieces, retrievals, prompts)
-    prompts = _assemble_prompts(prompts, pieces, sections, now)
+    located, bounds = _locate_auto(prompts, joined, retrievals)
+    sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
+    prompts = _assemble_prompts(prompts, pieces, joined, sections, bounds, now)
+    citation_rows = _resolve_positions(citation_rows, sections, retrievals)
     retrievals = retrievals.join(
         sections.filter(pl.col("chunk_id").is_not_null()).select("request_id", "chunk_id").unique().with_columns(in_prompt=pl.lit(True)),
         on=["request_id", "chunk_id"],
@@ -274,13 +285,22 @@ def _resolve_by_content(bodies: pl.DataFrame, ret: pl.DataFrame) -> pl.DataFrame
     return bodies.join(best, on=["request_id", "section_no"], how="left")
 
 
-def _assemble_prompts(prompts: pl.DataFrame, pieces: pl.DataFrame, sections: pl.DataFrame, now: datetime) -> pl.DataFrame:
+def _joined(pieces: pl.DataFrame) -> pl.DataFrame:
+    """request_id -> prompt_normalized: the non-empty normalized pieces joined by one space."""
     non_empty = pieces.filter(pl.col("length") > 0)
-    joined = non_empty.group_by("request_id", maintain_order=True).agg(prompt_normalized=pl.col("text").str.join(" "))
+    return non_empty.group_by("request_id", maintain_order=True).agg(prompt_normalized=pl.col("text").str.join(" "))
+
+
+def _assemble_prompts(
+    prompts: pl.DataFrame, pieces: pl.DataFrame, joined: pl.DataFrame, sections: pl.DataFrame, located_bounds: pl.DataFrame, now: datetime
+) -> pl.DataFrame:
     in_block = pieces.filter(pl.col("kind").is_in([CONTEXT, HEADER, BODY]) & (pl.col("length") > 0))
-    context = in_block.group_by("request_id").agg(
-        context_start=pl.col("start").min().cast(pl.Int32), context_end=pl.col("end").max().cast(pl.Int32)
-    )
+    context = pl.concat([
+        in_block.group_by("request_id").agg(
+            context_start=pl.col("start").min().cast(pl.Int32), context_end=pl.col("end").max().cast(pl.Int32)
+        ),
+        located_bounds,
+    ])
     bounds = (
         pieces.group_by("request_id", "message_no", maintain_order=True)
         .agg(role=pl.col("role").first(), start=pl.col("start").min(), end=pl.col("end").max())
@@ -294,6 +314,10 @@ def _assemble_prompts(prompts: pl.DataFrame, pieces: pl.DataFrame, sections: pl.
         .join(bounds, on="request_id", how="left")
         .join(counts, on="request_id", how="left")
         .with_columns(
+            # auto: the block is where the chunks were found; none found is no context block (never blamed on assembly)
+            profile_status=pl.when(pl.col("profile_status") == PROFILE_AUTO)
+            .then(pl.when(pl.col("context_start").is_not_null()).then(pl.lit(PROFILE_OK)).otherwise(pl.lit(PROFILE_NO_CONTEXT)))
+            .otherwise(pl.col("profile_status")),
             prompt_normalized=pl.col("prompt_normalized").fill_null(""),
             n_sections=pl.col("n_sections").fill_null(0),
             normalization_version=pl.lit(NORMALIZATION_VERSION),
@@ -315,6 +339,7 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
         "span": pl.String,
         "claim": pl.String,
         "unescape": pl.String,
+        "cited_as": pl.String,
     }
     df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     df = df.with_columns(
@@ -324,3 +349,73 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
     ).drop("unescape")
     emptied = df.filter((pl.col("span_normalized") == "") | (pl.col("claim_normalized") == ""))
     return df, emptied
+
+
+def _auto_unescape(messages: list, retrieved: list[dict]) -> str:
+    """html when the prompt holds HTML entities that no chunk text holds itself (a template escaped them)."""
+    used = [e for e in _ENTITIES if any(e in text for _, text in messages)]
+    if not used:
+        return "none"
+    return "none" if any(e in r["text"] for r in retrieved for e in used) else "html"
+
+
+SECTION_SCHEMA = {
+    "request_id": pl.String, "day": pl.Date, "section_no": pl.Int32, "header_ref": pl.String, "chunk_id": pl.String,
+    "resolved_by": pl.String, "body_start": pl.Int32, "body_end": pl.Int32, "chunk_chars": pl.Int32, "truncated": pl.Boolean,
+}
+BOUNDS_SCHEMA = {"request_id": pl.String, "context_start": pl.Int32, "context_end": pl.Int32}
+
+
+def _locate_auto(prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Template auto: each retrieved chunk sought in the normalized prompt; its regions are its sections."""
+    auto = prompts.filter(pl.col("profile_status") == PROFILE_AUTO).select("request_id", "day")
+    if auto.is_empty():
+        return pl.DataFrame(schema=SECTION_SCHEMA), pl.DataFrame(schema=BOUNDS_SCHEMA)
+    texts = dict(auto.join(joined, on="request_id", how="left").select("request_id", "prompt_normalized").iter_rows())
+    chunks: dict[str, list[tuple[str, str]]] = {}
+    for rid, chunk_id, text in (
+        retrievals.join(auto.select("request_id"), on="request_id").sort("request_id", "position")
+        .select("request_id", "chunk_id", "text_normalized").iter_rows()
+    ):
+        chunks.setdefault(rid, []).append((chunk_id, text))
+    rows, bounds = [], []
+    for rid, day in auto.iter_rows():
+        found = locate_chunks(texts.get(rid) or "", chunks.get(rid, []))
+        for n, r in enumerate(found.regions):
+            rows.append((rid, day, n, r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
+                         found.chunk_chars[r.chunk_id], r.chunk_id in found.truncated))
+        if found.context is not None:
+            bounds.append((rid, *found.context))
+    return (
+        pl.DataFrame(rows, schema=SECTION_SCHEMA, orient="row"),
+        pl.DataFrame(bounds, schema=BOUNDS_SCHEMA, orient="row"),
+    )
+
+
+def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retrievals: pl.DataFrame) -> list[tuple]:
+    """A cited id that is a position ("2", "[2]", "Source 2") and no retrieved chunk's id means the chunk that the
+    prompt put at that position: the section whose header says 2 (else, with no such headers, the 2nd chunk found)."""
+    retrieved = set(retrievals.select(pl.concat_str("request_id", pl.lit("\x00"), "chunk_id")).to_series().to_list())
+    refs = {}
+    headed = sections.filter(pl.col("header_ref").is_not_null() & pl.col("chunk_id").is_not_null())
+    for rid, ref, chunk_id in headed.select("request_id", "header_ref", "chunk_id").iter_rows():
+        key = positional_ref(ref)
+        if key is not None:
+            refs.setdefault((rid, key), chunk_id)
+    unheaded = sections.filter(pl.col("chunk_id").is_not_null()).group_by("request_id").agg(
+        has_headers=pl.col("header_ref").is_not_null().any(), chunks=pl.col("chunk_id").unique(maintain_order=True)
+    )
+    for rid, has_headers, ids in unheaded.iter_rows():
+        if not has_headers:
+            for n, chunk_id in enumerate(ids, 1):
+                refs.setdefault((rid, str(n)), chunk_id)
+    out = []
+    for row in citation_rows:
+        rid, chunk_id = row[1], row[6]
+        if f"{rid}\x00{chunk_id}" not in retrieved:
+            key = positional_ref(chunk_id)
+            if key is not None and (rid, key) in refs:
+                out.append((*row[:6], refs[(rid, key)], *row[7:], chunk_id))
+                continue
+        out.append((*row, None))
+    return out

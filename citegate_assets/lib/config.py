@@ -147,7 +147,7 @@ class SurfacePolicy:
     name: str
     stakes: str = _opt("low", _choice(STAKES))
     sample_rate: float = _opt(0.1, _number(0, 1))
-    template: str = _opt("plain-list", _string())  # must also name a built-in or [templates.NAME] profile
+    template: str = _opt("auto", _string())  # must also name a built-in or [templates.NAME] profile
     owner: str = _opt("unassigned", _string(non_empty=True))
 
 

@@ -25,6 +25,9 @@ from pathlib import Path
 from random import Random
 
 LOG_FORMAT = "citegate-log/1"
+# Records name no template: citegate finds the chunks by content (template auto), as it must for a
+# team that configures nothing. Set True to also exercise the named profiles through the record field.
+TEMPLATES_IN_RECORDS = False
 
 # Checker precedence, highest first; "ok" only when nothing else applies.
 REASONS = (
@@ -890,7 +893,7 @@ def _record(rng: Random, surface: Surface, encoding: str, model: str, request_id
     record: dict = {"request_id": request_id, "logged_at": logged_at, "surface": surface.name, "answer_model": model}
     if encoding != "text" or rng.random() < 0.7:
         record["prompt_encoding"] = encoding
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and TEMPLATES_IN_RECORDS:  # drawn either way: the sample stays the same
         record["template"] = surface.template
     record["prompt"] = prompt
     record["retrieved"] = [

@@ -61,9 +61,19 @@ def validate_profile(p: Profile, where: str) -> None:
             raise ProfileError(f"{where}.chunk_header must contain a named group (?P<ref>...)")
 
 
+AUTO = "auto"  # no patterns: each retrieved chunk is found in the prompt by its content (lib/locate.py)
+
 BUILTIN_PROFILES: dict[str, Profile] = {
     p.name: p
     for p in [
+        Profile(
+            name=AUTO,
+            description="No configuration: each retrieved chunk is found in the prompt by its text (whole, cut off, "
+            "or in pieces); the chunks found and the template text between them are the context block",
+            context_start=r"(?!)",
+            chunk_header=r"(?P<ref>(?!))",
+            chunk_ref="content",
+        ),
         Profile(
             name="anthropic-xml",
             description="Anthropic long-context XML: <documents><document index=N><source>ID</source>"

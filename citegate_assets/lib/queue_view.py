@@ -13,7 +13,7 @@ WIDTH = 100
 
 PASSAGE_SOURCES = {
     "prompt": "passage as it reached the prompt",
-    "retrieved": "passage as retrieved: the cited chunk is not in the prompt",
+    "retrieved": "passage as retrieved: no section of the prompt holds the cited chunk",
 }
 NO_PASSAGE = "no passage: the cited chunk is not in the prompt and was never retrieved"
 
@@ -157,7 +157,7 @@ def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
         for key in ("context_start", "context_end", "chunk_header", "context_message"):
             value = getattr(profile, key, None)
             if value is not None:
-                lines.append(f"    {key:<16}{quote(value)}")
+                lines.append(f"    {key:<16}{safe(value)}")
     elif status != "unknown_template":
         lines.append("    (the profile is not built in; see [templates] in the config file)")
     prompt = entry.get("prompt_normalized") or ""

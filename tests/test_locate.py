@@ -1,0 +1,64 @@
+"""The content locator behind template `auto` (and the guard): whole, cut, in pieces, missing; hints."""
+
+from citegate_assets.lib.locate import locate_chunks, positional_ref
+
+A = "Refunds take 3-5 business days after the return is received at our warehouse in Leeds."
+B = "The Pro plan costs $49 per month and includes priority support for every seat on the account."
+C = "Data is retained for 90 days. After that it is deleted permanently from all regions worldwide."
+
+
+def test_whole_chunks_and_context_block():
+    prompt = f"Answer from the sources. Source 1: {A} Source 2: {B} Query: how long do refunds take?"
+    got = locate_chunks(prompt, [("a", A), ("b", B), ("c", C)])
+    assert [(r.chunk_id, r.how) for r in got.regions] == [("a", "whole"), ("b", "whole")]
+    assert got.found("c") == "missing"
+    start, end = got.context
+    assert prompt[start:end].startswith("Refunds") and prompt[start:end].endswith("account.")
+    assert got.positions == {"1": "a", "2": "b"}
+
+
+def test_cut_off_prefix_is_truncated():
+    cut = C[:50]
+    prompt = f"Context: [a] {A} [c] {cut} Question: what happens after 90 days?"
+    got = locate_chunks(prompt, [("a", A), ("c", C)])
+    assert got.found("c") == "cut" and got.arrived_chars["c"] == 50 and "c" in got.truncated
+
+
+def test_re_split_chunk_in_pieces_with_overlap_and_metadata_between():
+    long = " ".join([A, B, C])
+    first, second = long[:120], long[100:]  # the splitter's overlap: 20 chars repeated
+    prompt = f"Source 1: {first} file_path: /data/kb.txt Source 2: {second} Query: q"
+    got = locate_chunks(prompt, [("x", long)])
+    assert got.found("x") == "pieces"
+    assert [r.header_ref for r in got.regions] == ["1", "2"]
+    assert got.positions == {"1": "x", "2": "x"}
+
+
+def test_pieces_that_stop_early_are_truncated():
+    long = " ".join([A, B, C])
+    prompt = f"Source 1: {long[:120]} Source 2: {long[120:200]} Query: q"
+    got = locate_chunks(prompt, [("x", long)])
+    assert got.found("x") == "cut" and got.arrived_chars["x"] == 200
+
+
+def test_equal_texts_told_apart_by_the_id_before_them():
+    prompt = f"[kb-2] {A} [kb-1] {A} end"
+    got = locate_chunks(prompt, [("kb-1", A), ("kb-2", A)])
+    by_id = {r.chunk_id: r.start for r in got.regions}
+    assert by_id["kb-2"] < by_id["kb-1"]
+
+
+def test_a_short_common_start_is_not_a_truncated_chunk():
+    prompt = f"[a] {A} Question: Refunds take how long?"
+    got = locate_chunks(prompt, [("a", A), ("z", "Refunds take 10 days for hardware returned from abroad, by post.")])
+    assert got.found("z") == "missing"
+
+
+def test_anthropic_index_hint():
+    prompt = f'<documents> <document index="1"> <source>kb-9</source> <document_content> {B} </document_content> </document> </documents>'
+    got = locate_chunks(prompt, [("kb-9", B)])
+    assert got.positions == {"1": "kb-9"}
+
+
+def test_positional_refs():
+    assert [positional_ref(x) for x in ("2", "[2]", "Source 2", "source 2:", "kb-2", "[kb-2]", "02")] == ["2", "2", "2", "2", None, None, "2"]
