@@ -77,11 +77,11 @@ def test_truncated_share_and_section_resolution(con, landing, config):
     write_jsonl(landing / "day.jsonl", [scenario_record("llamaindex-citation", "text")])
     ingest_landing(con, landing, config)
     check_provenance(con, DAY, date(2026, 11, 3))
-    sections = con.sql("select section_no, chunk_id, resolved_by, truncated from prompt_sections order by section_no").fetchall()
-    assert sections == [
-        (0, "kb-1#c1", "content", False),
-        (1, "kb-2#c1", "content", False),
-        (2, "kb-3#c2", "content_prefix", True),
+    sections = con.sql("select section_no, header_ref, chunk_id, resolved_by, truncated from prompt_sections order by section_no").fetchall()
+    assert sections == [  # "Source N:" carries no id: the chunks are found by content inside the fences
+        (0, "1", "kb-1#c1", "auto_whole", False),
+        (1, "2", "kb-2#c1", "auto_whole", False),
+        (2, "3", "kb-3#c2", "auto_prefix", True),
     ]
     [(share,)] = con.sql("select chunk_share_in_prompt from provenance_results where reason = 'span_truncated'").fetchall()
     assert 0.4 < share < 0.6  # "Data is retained for 90 days. After that" of the 84-character chunk

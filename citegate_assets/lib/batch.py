@@ -17,7 +17,7 @@ from .config import Config
 from .containers import PromptDecodeError, decode_prompt
 from .normalize import NORMALIZATION_VERSION, normalize
 from .locate import locate_chunks, positional_ref
-from .profiles import AUTO, BODY, CONTEXT, HEADER, split_prompt
+from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
 from .records import Record
 
 
@@ -46,6 +46,7 @@ def build_frames(
     """items: (key, record) for every valid record of the batch, in file order; origin: key -> (file, line);
     decoded: their messages by key, if known."""
     prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
+    in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
     for key, rec in items:
         source_file, line_no = origin[key]
         template = rec.template or config.surface(rec.surface).template
@@ -63,8 +64,13 @@ def build_frames(
             status, unescape = PROFILE_UNKNOWN, "none"
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         else:
-            split, found = split_prompt(messages, profile)
+            split, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in rec.retrieved])
             status, unescape = (PROFILE_OK if found else PROFILE_NO_CONTEXT), profile.unescape
+            if found and (profile.chunk_ref == "content" or not any(p.kind == HEADER for p in split)):
+                # headers that carry no id (LlamaIndex "Source N:") or none at all (LangChain's default
+                # "{page_content}"): the profile gives the block, the chunks are found in it by content
+                in_block.add(rec.request_id)
+                split = [Piece(p.message_no, CONTEXT, p.text) if p.kind in (HEADER, BODY) else p for p in split]
             pieces = [(p.message_no, messages[p.message_no][0], p.kind, p.section_no, p.ref, p.text) for p in split]
         rid = rec.request_id
         for piece_no, (message_no, role, kind, section_no, ref, text) in enumerate(pieces):
@@ -109,7 +115,7 @@ def build_frames(
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(pieces)
     sections = _sections(pieces, retrievals, prompts)
-    located, bounds = _locate_auto(prompts, joined, retrievals)
+    located, bounds = _locate_auto(prompts, joined, retrievals, pieces, in_block)
     sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
     prompts = _assemble_prompts(prompts, pieces, joined, sections, bounds, now)
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
@@ -366,11 +372,18 @@ SECTION_SCHEMA = {
 BOUNDS_SCHEMA = {"request_id": pl.String, "context_start": pl.Int32, "context_end": pl.Int32}
 
 
-def _locate_auto(prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Template auto: each retrieved chunk sought in the normalized prompt; its regions are its sections."""
-    auto = prompts.filter(pl.col("profile_status") == PROFILE_AUTO).select("request_id", "day")
+def _locate_auto(
+    prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame, pieces: pl.DataFrame, in_block: set[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each retrieved chunk sought by content: in the whole prompt (template auto; the chunks found make the
+    block, returned as bounds) or inside the block a profile found (`in_block`). The regions are the sections."""
+    auto = prompts.filter((pl.col("profile_status") == PROFILE_AUTO) | pl.col("request_id").is_in(list(in_block))).select("request_id", "day")
     if auto.is_empty():
         return pl.DataFrame(schema=SECTION_SCHEMA), pl.DataFrame(schema=BOUNDS_SCHEMA)
+    blocks = dict(
+        ((rid, (lo, hi)) for rid, lo, hi in pieces.filter(pl.col("request_id").is_in(list(in_block)) & (pl.col("kind") == CONTEXT) & (pl.col("length") > 0))
+         .group_by("request_id").agg(pl.col("start").min(), pl.col("end").max()).iter_rows())
+    ) if in_block else {}
     texts = dict(auto.join(joined, on="request_id", how="left").select("request_id", "prompt_normalized").iter_rows())
     chunks: dict[str, list[tuple[str, str]]] = {}
     for rid, chunk_id, text in (
@@ -380,11 +393,17 @@ def _locate_auto(prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.Dat
         chunks.setdefault(rid, []).append((chunk_id, text))
     rows, bounds = [], []
     for rid, day in auto.iter_rows():
-        found = locate_chunks(texts.get(rid) or "", chunks.get(rid, []))
+        text = texts.get(rid) or ""
+        if rid in in_block:
+            if rid not in blocks:
+                continue  # an empty block: its chunks were all dropped
+            found = locate_chunks(text, chunks.get(rid, []), *blocks[rid])
+        else:
+            found = locate_chunks(text, chunks.get(rid, []))
         for n, r in enumerate(found.regions):
             rows.append((rid, day, n, r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
                          found.chunk_chars[r.chunk_id], r.chunk_id in found.truncated))
-        if found.context is not None:
+        if found.context is not None and rid not in in_block:
             bounds.append((rid, *found.context))
     return (
         pl.DataFrame(rows, schema=SECTION_SCHEMA, orient="row"),

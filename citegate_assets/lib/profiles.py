@@ -90,14 +90,16 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             "before 'Query:'; the few-shot example above the fences is not context",
             context_start=r"^------[ \t]*\n",
             context_end=r"^------[ \t]*\n(?=Query:)",
-            chunk_header=r"^Source (?P<ref>\d+):[ \t]*$",
+            chunk_header=r"^[ \t]*Source (?P<ref>\d+):[ \t]*$",  # multimodal=True renders "\n Source 2:"
             chunk_ref="content",
         ),
         Profile(
             name="langchain-stuff",
             description="LangChain stuff chain (chat): context after the '----------------' line of the "
-            "system message, chunks '[ID] TEXT' separated by blank lines; question in the user message",
+            "system message, chunks '[ID] TEXT' separated by blank lines; question in the user message (in a "
+            "one-message prompt the block ends at 'Human:' or Llama 3's <|eot_id|>)",
             context_start=r"^-{16,}[ \t]*$\n?",
+            context_end=r"^(?:Human|User): |<\|eot_id\|>",
             chunk_header=r"(?:\A[ \t]*|(?<=\n\n))\[(?P<ref>[^\]\n]+)\][ \t]?",
             chunk_ref="chunk_id",
             context_message="system",
@@ -107,6 +109,7 @@ BUILTIN_PROFILES: dict[str, Profile] = {
             description="langchain-stuff rendered with template_format='mustache': chunk text and question "
             "HTML-escaped (&amp; &lt; &gt; &quot;)",
             context_start=r"^-{16,}[ \t]*$\n?",
+            context_end=r"^(?:Human|User): |<\|eot_id\|>",
             chunk_header=r"(?:\A[ \t]*|(?<=\n\n))\[(?P<ref>[^\]\n]+)\][ \t]?",
             chunk_ref="chunk_id",
             unescape="html",
@@ -136,11 +139,15 @@ class Piece:
     ref: str | None = None
 
 
-def split_prompt(messages: list[tuple[str, str]], profile: Profile) -> tuple[list[Piece], bool]:
+def split_prompt(
+    messages: list[tuple[str, str]], profile: Profile, retrieved_ids: list[str] | None = None
+) -> tuple[list[Piece], bool]:
     """Cut a decoded prompt into structural pieces. Returns (pieces, context_block_found).
 
     The context block is sought in the first message (of the profile's role) where context_start
-    matches; every other message is one OUTSIDE piece.
+    matches; every other message is one OUTSIDE piece. With retrieved_ids, a header whose ref names no
+    retrieved chunk (an id not retrieved, a position past the list) opens no section: it is body text
+    (a Markdown "[link text](url)" line is not a chunk header).
     """
     pieces: list[Piece] = []
     found = False
@@ -162,7 +169,7 @@ def split_prompt(messages: list[tuple[str, str]], profile: Profile) -> tuple[lis
             if end is not None:
                 block_end = end.start()
         pieces.append(Piece(message_no, OUTSIDE, text[:block_start]))
-        pieces.extend(_split_block(message_no, text[block_start:block_end], profile))
+        pieces.extend(_split_block(message_no, text[block_start:block_end], profile, retrieved_ids))
         pieces.append(Piece(message_no, OUTSIDE, text[block_end:]))
     return pieces, found
 
@@ -171,9 +178,9 @@ def _role_matches(role: str, wanted: str) -> bool:
     return wanted == "any" or role == "text" or role == wanted
 
 
-def _split_block(message_no: int, block: str, profile: Profile) -> list[Piece]:
+def _split_block(message_no: int, block: str, profile: Profile, retrieved_ids: list[str] | None) -> list[Piece]:
     out: list[Piece] = []
-    headers = list(profile.regex("chunk_header").finditer(block))
+    headers = [h for h in profile.regex("chunk_header").finditer(block) if _names_a_chunk(h["ref"].strip(), profile, retrieved_ids)]
     footer_re = profile.regex("chunk_footer")
     cursor = 0
     for section_no, header in enumerate(headers):
@@ -190,3 +197,11 @@ def _split_block(message_no: int, block: str, profile: Profile) -> list[Piece]:
     # an empty context block still counts as found: its chunks were all dropped
     out.append(Piece(message_no, CONTEXT, block[cursor:]))
     return out
+
+
+def _names_a_chunk(ref: str, profile: Profile, retrieved_ids: list[str] | None) -> bool:
+    if retrieved_ids is None or profile.chunk_ref == "content":
+        return True
+    if profile.chunk_ref == "position":
+        return ref.isdigit() and 1 <= int(ref) <= len(retrieved_ids)
+    return ref in retrieved_ids
