@@ -16,6 +16,7 @@ import polars as pl
 from .config import Config
 from .containers import PromptDecodeError, decode_prompt
 from .normalize import NORMALIZATION_VERSION, normalize
+from .layout import auto_unescape, uses_block_search
 from .locate import locate_chunks, positional_ref
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
 from .records import Record
@@ -33,7 +34,6 @@ class Frames:
 
 PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
 PROFILE_AUTO = "auto"  # while building: decided once the chunks are sought (ok or no_context_block)
-_ENTITIES = ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;")
 
 
 def build_frames(
@@ -58,7 +58,7 @@ def build_frames(
             continue
         if template == AUTO:
             # no pattern: each message is one piece; the chunks are found by content once normalized
-            status, unescape = PROFILE_AUTO, _auto_unescape(messages, rec.retrieved)
+            status, unescape = PROFILE_AUTO, auto_unescape(messages, rec.retrieved)
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         elif profile is None:
             status, unescape = PROFILE_UNKNOWN, "none"
@@ -66,9 +66,7 @@ def build_frames(
         else:
             split, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in rec.retrieved])
             status, unescape = (PROFILE_OK if found else PROFILE_NO_CONTEXT), profile.unescape
-            if found and (profile.chunk_ref == "content" or not any(p.kind == HEADER for p in split)):
-                # headers that carry no id (LlamaIndex "Source N:") or none at all (LangChain's default
-                # "{page_content}"): the profile gives the block, the chunks are found in it by content
+            if uses_block_search(profile, split, found):
                 in_block.add(rec.request_id)
                 split = [Piece(p.message_no, CONTEXT, p.text) if p.kind in (HEADER, BODY) else p for p in split]
             pieces = [(p.message_no, messages[p.message_no][0], p.kind, p.section_no, p.ref, p.text) for p in split]
@@ -236,9 +234,8 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
         .with_columns(resolved_by=pl.when(pl.col("chunk_id").is_not_null()).then(pl.lit("position")))
         .drop("position")
     )
-    by_content = _resolve_by_content(bodies.filter(pl.col("chunk_ref") == "content"), ret)
     sections = pl.concat(
-        [f.select("request_id", "day", "section_no", "ref", "chunk_id", "resolved_by", "body", "body_start", "body_end") for f in (by_id, by_position, by_content)]
+        [f.select("request_id", "day", "section_no", "ref", "chunk_id", "resolved_by", "body", "body_start", "body_end") for f in (by_id, by_position)]
     )
     full = ret.select("request_id", "chunk_id", chunk_text=pl.col("text_normalized"))
     body_len = pl.col("body").str.len_chars()
@@ -265,30 +262,6 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
         )
         .sort("request_id", "section_no")
     )
-
-
-def _resolve_by_content(bodies: pl.DataFrame, ret: pl.DataFrame) -> pl.DataFrame:
-    """Positional headers (LlamaIndex 'Source N:'): find the retrieved chunk whose text the body carries.
-
-    Preference: the same text, then a prefix of the text (truncated), then a piece of it (re-split);
-    ties go to the chunk at the header's position.
-    """
-    cand = bodies.join(ret, on="request_id", how="inner").with_columns(
-        match=pl.when(pl.col("text_normalized") == pl.col("body"))
-        .then(0)
-        .when((pl.col("body").str.len_chars() > 0) & pl.col("text_normalized").str.starts_with(pl.col("body")))
-        .then(1)
-        .when((pl.col("body").str.len_chars() > 0) & pl.col("text_normalized").str.contains(pl.col("body"), literal=True))
-        .then(2),
-        off_position=(pl.col("position") + 1 != pl.col("ref").cast(pl.Int32, strict=False)).fill_null(True),
-    )
-    best = (
-        cand.filter(pl.col("match").is_not_null())
-        .sort("request_id", "section_no", "match", "off_position", "position")
-        .unique(["request_id", "section_no"], keep="first")
-        .select("request_id", "section_no", "chunk_id", resolved_by=pl.col("match").replace_strict({0: "content", 1: "content_prefix", 2: "content_part"}, return_dtype=pl.String))
-    )
-    return bodies.join(best, on=["request_id", "section_no"], how="left")
 
 
 def _joined(pieces: pl.DataFrame) -> pl.DataFrame:
@@ -355,14 +328,6 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
     ).drop("unescape")
     emptied = df.filter((pl.col("span_normalized") == "") | (pl.col("claim_normalized") == ""))
     return df, emptied
-
-
-def _auto_unescape(messages: list, retrieved: list[dict]) -> str:
-    """html when the prompt holds HTML entities that no chunk text holds itself (a template escaped them)."""
-    used = [e for e in _ENTITIES if any(e in text for _, text in messages)]
-    if not used:
-        return "none"
-    return "none" if any(e in r["text"] for r in retrieved for e in used) else "html"
 
 
 SECTION_SCHEMA = {

@@ -10,32 +10,9 @@ import unicodedata
 
 import polars as pl
 
-NORMALIZATION_VERSION = "n1"
+from .normalize_plain import FOLD_FROM, FOLD_TO, HTML_CHARS, HTML_ENTITIES, NORMALIZATION_VERSION
 
-# Step 2: entities a template engine escaped. Aho-Corasick leftmost matching makes this a single
-# pass, so "&amp;lt;" becomes "&lt;" (what the template saw), not "<".
-HTML_ENTITIES = ["&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;"]
-HTML_CHARS = ["&", "<", ">", '"', "'", "'"]
-
-# Step 4: typographic look-alikes that models rewrite when quoting, folded to ASCII on both sides.
-FOLD_FROM = [
-    "\u2018", "\u2019", "\u201a", "\u201b", "\u2032",  # single quotes, prime
-    "\u201c", "\u201d", "\u201e", "\u201f", "\u2033",  # double quotes, double prime
-    "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2015", "\u2212",  # hyphens, dashes, minus
-    "\u2026",  # ellipsis
-    "\u00a0", "\u202f", "\u2007", "\u2009", "\u200a",  # no-break and thin spaces
-    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",  # zero-width characters
-    "\u00ad",  # soft hyphen
-]
-FOLD_TO = [
-    "'", "'", "'", "'", "'",
-    '"', '"', '"', '"', '"',
-    "-", "-", "-", "-", "-", "-", "-",
-    "...",
-    " ", " ", " ", " ", " ",
-    "", "", "", "", "",
-    "",
-]
+__all__ = ["FOLD_FROM", "FOLD_TO", "HTML_CHARS", "HTML_ENTITIES", "NORMALIZATION_VERSION", "normalize", "normalize_text", "normalize_texts"]
 
 
 def _nfc(series: pl.Series) -> pl.Series:

@@ -101,7 +101,7 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
     answer = obj.get("answer")
     if answer is not None and not isinstance(answer, str):
         return Reject("wrong_type", "field 'answer' is not a string")
-    retrieved = _parse_retrieved(obj["retrieved"])
+    retrieved = parse_retrieved(obj["retrieved"])
     if isinstance(retrieved, Reject):
         return retrieved
     raw_citations = obj["citations"]
@@ -138,7 +138,7 @@ def _parse_timestamp(value: str) -> datetime | Reject:
                       f"logged_at {value!r}: {exc}")
 
 
-def _parse_retrieved(value: object) -> list[dict] | Reject:
+def parse_retrieved(value: object) -> list[dict] | Reject:
     if not isinstance(value, list):
         return Reject("wrong_type", f"field 'retrieved' is {type(value).__name__}, expected array")
     seen: set[str] = set()

@@ -1,0 +1,252 @@
+"""A guard at the moment of the call: the nightly provenance checks on one prompt, before the answer ships.
+
+    from citegate_assets.guard import check_prompt, check_citations
+
+    report = check_prompt(prompt, retrieved)                     # before sending: did every chunk arrive whole?
+    result = check_citations(prompt, retrieved, citations,       # after the answer: is every citation honest?
+                             raise_on={"fabricated_id", "span_truncated"})
+
+The verdicts are the ones `provenance_results` would hold the next night for the same call (same
+normalization, same chunk location, same reasons, precedence and offsets): lib/layout.py holds the
+one plain-Python copy of that logic, and tests/test_guard.py keeps it equal to the pipeline.
+Imports only the standard library and citegate's pure modules: no dagster, duckdb or polars.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from citegate_assets.lib.config import Config, load_config
+from citegate_assets.lib.containers import decode_prompt
+from citegate_assets.lib.layout import Layout, prompt_layout, provenance_verdict, resolve_cited_id
+from citegate_assets.lib.normalize_plain import normalize_str
+from citegate_assets.lib.numbers import missing_quantities
+from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
+from citegate_assets.lib.records import Reject, parse_citations, parse_retrieved
+
+__all__ = [
+    "ChunkArrival", "CitationVerdict", "CitationsReport", "GuardError", "PromptReport",
+    "check_citations", "check_prompt", "to_log_record",
+]
+
+ARRIVALS = ("whole", "cut", "pieces", "missing")
+REASONS = ("context_not_found", "fabricated_id", "dropped_before_prompt", "span_truncated", "span_missing",
+           "span_outside_context", "span_in_other_chunk", "ok")
+
+
+class GuardError(ValueError):
+    """Raised with raise_on: `failures` lists each failure found (chunk arrivals or citation reasons)."""
+
+    def __init__(self, failures: list[str]):
+        self.failures = failures
+        super().__init__("citegate guard: " + "; ".join(failures))
+
+
+@dataclass(frozen=True)
+class ChunkArrival:
+    """How one retrieved chunk reached the serialized prompt."""
+
+    chunk_id: str
+    arrived: str  # whole | cut | pieces | missing
+    share: float  # of the chunk's (normalized) text that is in the prompt: 1.0 whole or in full pieces, 0.0 missing
+    sections: int  # stretches of the prompt that hold it
+
+
+@dataclass(frozen=True)
+class PromptReport:
+    template: str
+    context_found: bool  # False: no retrieved chunk (auto) or no context block (a named profile) was found
+    chunks: tuple[ChunkArrival, ...]
+    normalized_prompt: str = field(repr=False)
+    context: tuple[int, int] | None = None  # the context block in normalized_prompt
+
+    @property
+    def failures(self) -> list[str]:
+        out = [] if self.context_found else [f"no context block found (template {self.template})"]
+        return out + [f"{c.chunk_id}: {c.arrived}" + (f" ({c.share:.0%} arrived)" if c.arrived == "cut" else "")
+                      for c in self.chunks if c.arrived in ("cut", "missing")]
+
+
+@dataclass(frozen=True)
+class CitationVerdict:
+    """One citation, as `provenance_results` (and `numeric_checks`) would record it."""
+
+    position: int
+    chunk_id: str  # as the answer gave it
+    checked_chunk_id: str  # the chunk checked: a position ("[2]") resolved to the chunk the prompt put there
+    reason: str  # ok | context_not_found | fabricated_id | dropped_before_prompt | span_truncated | span_missing | ...
+    verdict: str  # present | absent | unverifiable
+    found_start: int | None  # where the span is in the normalized prompt
+    found_end: int | None
+    chunk_share_in_prompt: float | None  # span_truncated: how much of the chunk reached the prompt
+    missing_quantities: tuple[str, ...] = ()  # numbers of the claim not in the passage (checked on ok citations)
+
+    @property
+    def passes(self) -> bool:
+        return self.reason == "ok" and not self.missing_quantities
+
+
+@dataclass(frozen=True)
+class CitationsReport:
+    prompt: PromptReport
+    citations: tuple[CitationVerdict, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.passes for c in self.citations)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"citation {c.position} ({c.chunk_id}): " + (c.reason if c.reason != "ok" else "numeric_mismatch "
+                + ", ".join(c.missing_quantities)) for c in self.citations if not c.passes]
+
+
+def check_prompt(
+    prompt: str,
+    retrieved: list[dict],
+    *,
+    encoding: str = "text",
+    template: str = AUTO,
+    config: Config | str | Path | None = None,
+    raise_on: Iterable[str] | None = None,
+) -> PromptReport:
+    """For each retrieved chunk ({chunk_id, text, rank?}), whether it reached the serialized prompt whole, cut
+    (with the share that arrived), in pieces or not at all; and whether a context block was found.
+
+    raise_on: arrivals to fail loudly on, e.g. {"cut", "missing"}; add "no_context" for a prompt whose context
+    block was not found. Raises GuardError listing them. Bad arguments raise ValueError naming the field.
+    """
+    report, _ = _prompt(prompt, retrieved, encoding, template, config)
+    if raise_on:
+        wanted = set(raise_on)
+        failures = [f"{c.chunk_id}: {c.arrived}" for c in report.chunks if c.arrived in wanted]
+        if "no_context" in wanted and not report.context_found:
+            failures.insert(0, f"no context block found (template {report.template})")
+        if failures:
+            raise GuardError(failures)
+    return report
+
+
+def check_citations(
+    prompt: str,
+    retrieved: list[dict],
+    citations: list[dict] | str,
+    *,
+    encoding: str = "text",
+    template: str = AUTO,
+    config: Config | str | Path | None = None,
+    raise_on: Iterable[str] | None = None,
+) -> CitationsReport:
+    """One verdict per citation ({chunk_id, span, claim}) with the gate's reason codes, precedence and offsets,
+    plus the numeric check's missing quantities for citations whose provenance is ok.
+
+    raise_on: reasons to fail loudly on, e.g. {"span_truncated", "fabricated_id"}; "numeric_mismatch" counts too.
+    """
+    report, layout = _prompt(prompt, retrieved, encoding, template, config)
+    parsed = parse_citations(citations)
+    if isinstance(parsed, Reject):
+        raise ValueError(f"citations: {parsed.reason}: {parsed.detail}")
+    ids = set(layout.chunk_texts)
+    verdicts = []
+    for position, c in enumerate(parsed):
+        checked, _ = resolve_cited_id(layout, c["chunk_id"], ids)
+        span = normalize_str(c["span"], layout.unescape)
+        claim = normalize_str(c["claim"], layout.unescape)
+        if not span or not claim:
+            raise ValueError(f"citations[{position}]: span or claim is empty after normalization")
+        v = provenance_verdict(layout, checked, span, ids)
+        missing: tuple[str, ...] = ()
+        if v.reason == "ok":
+            passage = next(layout.prompt[s.body_start:s.body_end] for s in layout.sections_of(checked)
+                           if s.body_start <= v.found_start and v.found_end <= s.body_end)
+            missing = tuple(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
+        verdicts.append(CitationVerdict(position, c["chunk_id"], checked, v.reason, v.verdict, v.found_start, v.found_end,
+                                        v.chunk_share_in_prompt, missing))
+    result = CitationsReport(report, tuple(verdicts))
+    if raise_on:
+        wanted = set(raise_on)
+        failures = [f"citation {c.position} ({c.chunk_id}): {c.reason}" for c in verdicts if c.reason in wanted]
+        if "numeric_mismatch" in wanted:
+            failures += [f"citation {c.position} ({c.chunk_id}): numeric_mismatch {', '.join(c.missing_quantities)}"
+                         for c in verdicts if c.missing_quantities]
+        if failures:
+            raise GuardError(failures)
+    return result
+
+
+def to_log_record(
+    *,
+    request_id: str,
+    surface: str,
+    answer_model: str,
+    prompt: str,
+    retrieved: list[dict],
+    citations: list[dict],
+    encoding: str = "text",
+    template: str | None = None,
+    answer: str | None = None,
+    logged_at: datetime | None = None,
+) -> dict:
+    """The citegate-log/1 record of this call: write it as one JSON line to the landing folder, and the nightly
+    audit covers the call too."""
+    at = (logged_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    record = {
+        "request_id": request_id,
+        "logged_at": at.isoformat().replace("+00:00", "Z"),
+        "surface": surface,
+        "answer_model": answer_model,
+        "prompt": prompt,
+        "prompt_encoding": encoding,
+        "retrieved": [{k: v for k, v in r.items() if k in ("chunk_id", "rank", "text", "doc_id", "chunking")} for r in retrieved],
+        "citations": citations,
+    }
+    if template is not None:
+        record["template"] = template
+    if answer is not None:
+        record["answer"] = answer
+    json.dumps(record)  # fail here, not in the log shipper, on something JSON cannot hold
+    return record
+
+
+def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport, Layout]:
+    if not isinstance(prompt, str):
+        raise ValueError(f"prompt: expected a string, got {type(prompt).__name__}")
+    chunks = parse_retrieved(retrieved)
+    if isinstance(chunks, Reject):
+        raise ValueError(f"retrieved: {chunks.reason}: {chunks.detail}")
+    templates = _templates(config)
+    if template not in templates and template != AUTO:
+        raise ValueError(f"template {template!r}: neither built in ({', '.join(BUILTIN_PROFILES)}) nor in the config's [templates]")
+    layout = prompt_layout(decode_prompt(prompt, encoding), chunks, template, templates)
+    arrivals = []
+    for c in chunks:
+        mine = layout.sections_of(c["chunk_id"])
+        full = len(layout.chunk_texts[c["chunk_id"]])
+        if layout.located is not None:
+            arrived = {"whole": "whole", "cut": "cut", "pieces": "pieces", "missing": "missing"}[layout.located.found(c["chunk_id"])]
+            got = layout.located.arrived_chars.get(c["chunk_id"], 0)
+        else:
+            arrived = "missing" if not mine else "cut" if all(s.truncated for s in mine) else "pieces" if len(mine) > 1 else "whole"
+            got = sum(s.body_end - s.body_start for s in mine) if arrived == "cut" else (full if mine else 0)
+        arrivals.append(ChunkArrival(c["chunk_id"], arrived, round(min(1.0, got / full), 4) if full else float(bool(mine)), len(mine)))
+    report = PromptReport(template, layout.status == "ok", tuple(arrivals), layout.prompt, layout.context)
+    return report, layout
+
+
+_CONFIGS: dict[str, Config] = {}
+
+
+def _templates(config) -> dict:
+    if config is None:
+        return BUILTIN_PROFILES
+    if isinstance(config, Config):
+        return config.templates
+    key = str(config)
+    if key not in _CONFIGS:
+        _CONFIGS[key] = load_config(key)
+    return _CONFIGS[key].templates
+

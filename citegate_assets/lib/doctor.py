@@ -1,0 +1,408 @@
+"""`citegate doctor`: does each surface's template fit its prompts? Read-only, no warehouse.
+
+The landing folder's valid records (read as `citegate run --final` reads them) go through the ingest's own
+`build_frames`, in batches, with the config's templates; then, per (surface, template), each retrieved
+chunk is counted once: found whole, cut (a prefix of it reached the prompt), in pieces, altered (its text
+in the prompt differs from the retrieved text: escaped or rewritten), or missing. Missing chunks that all
+come after every chunk found in their prompt (in retrieved order) are what a top-k assembly drops and do
+not count against the template; other misfits do. A template that does not fit is compared with `auto`
+and the other built-ins on the same records. Plain functions over the polars frames; no dagster here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from .batch import PROFILE_NO_CONTEXT, PROFILE_UNKNOWN, Frames
+from .config import Config
+from .ingest import _frames_isolating_failures, _parse
+from .landing import OutsideLanding, landing_entries, landing_root, open_entry
+from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
+from .profiles import AUTO, BUILTIN_PROFILES
+from .records import Record, Reject
+from .terminal import ident, safe
+
+BATCH = 500
+DEFAULT_LIMIT = 1000
+EXCERPT_CHARS = 300
+RESUME_WINDOW = 8  # prompt characters a template may insert before a cut chunk's text resumes (&amp; &quot; &#39;)
+RESUME_SKIP = 3  # chunk characters it may have replaced
+RESUME_PROBE = 10
+KINDS = ("no_block", "unknown", "unresolved", "missing", "altered", "cut")
+KIND_WORDS = {
+    "no_block": "no context block",
+    "unknown": "unknown template",
+    "unresolved": "section with no chunk",
+    "missing": "retrieved chunk not found",
+    "altered": "chunk text altered in the prompt",
+    "cut": "chunk cut",
+}
+
+
+@dataclass
+class Example:
+    request_id: str
+    source: str
+    line: int
+    prompt: str  # the first EXCERPT_CHARS of the normalized prompt
+    detail: str = ""
+
+
+@dataclass
+class Fit:
+    """The counts of one (surface, template) on its records."""
+
+    surface: str
+    template: str
+    records: int = 0
+    chunks: int = 0  # retrieved chunks
+    whole: int = 0
+    cut: int = 0
+    pieces: int = 0
+    altered: int = 0
+    missing: int = 0  # every retrieved chunk with no section (also in prompts with no block)
+    at_end: int = 0  # of them: dropped from the end of the retrieved list, in a prompt where chunks were found
+    unexplained: int = 0  # of them: in a prompt with a context block, not at the end
+    block_chunks: int = 0  # retrieved chunks of prompts with a context block
+    unresolved: int = 0  # sections whose chunk_id is null
+    no_block: int = 0  # prompts with profile_status no_context_block
+    unknown: int = 0  # prompts with profile_status unknown_template
+    lost: int = 0  # retrieved chunks missing and not at the end, in any prompt
+    examples: dict[str, Example] = field(default_factory=dict)
+    alternatives: dict[str, Fit] = field(default_factory=dict)  # filled when it does not fit
+
+    @property
+    def misfits(self) -> int:
+        return self.lost + self.altered + self.unresolved + self.no_block + self.unknown
+
+    @property
+    def fits(self) -> bool:
+        return self.misfits == 0
+
+    def add(self, other: Fit) -> None:
+        for f in dataclasses.fields(self):
+            if f.type == "int":
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        for kind, ex in other.examples.items():
+            self.examples.setdefault(kind, ex)
+
+    def suggestion(self) -> tuple[str | None, list[str]]:
+        """(the alternative with the fewest misfits if it beats this one, every alternative that fits)."""
+        order = [AUTO, *BUILTIN_PROFILES]
+        ranked = sorted(self.alternatives.values(), key=lambda f: (f.misfits, f.cut, f.pieces, order.index(f.template)))
+        best = ranked[0] if ranked and ranked[0].misfits < self.misfits else None
+        return (best.template if best else None), [f.template for f in ranked if f.fits]
+
+    def verdict(self) -> str:
+        if self.fits:
+            return "fits"
+        best, fitting = self.suggestion()
+        why = []
+        if self.unknown:
+            why.append(f"no template named {ident(self.template)} in {self.unknown} of {self.records} prompts "
+                       "(a built-in, or define [templates.NAME])")
+        if self.no_block:
+            why.append(f"no context block in {self.no_block} of {self.records} prompts")
+        if self.unresolved:
+            why.append(f"{self.unresolved} chunk sections name no retrieved chunk")
+        if self.altered:
+            why.append(f"{self.altered} of {self.chunks} retrieved chunks differ from their text in the prompt (escaped or rewritten)")
+        if self.unexplained:
+            pct = round(100 * self.unexplained / max(self.block_chunks, 1))
+            tail = "if assembly drops them that is real" + (
+                f", otherwise try template {best}" if best else "; no built-in finds more of them")
+            why.append(f"{pct}% of retrieved chunks not found ({self.unexplained} of {self.block_chunks}) — {tail}")
+        text = "does not fit: " + "; ".join(why)
+        if self.unexplained and len(why) == 1:
+            return text  # the clause says what to try
+        if best:
+            others = [t for t in fitting if t != best]
+            text += f" — try template {best}" + ((" (fits" + (f"; so do {', '.join(others)}" if others else "") + ")") if best in fitting else "")
+        elif self.alternatives:
+            text += " — no built-in fits better: write a profile (docs/profiles.md)"
+        return text
+
+
+@dataclass
+class Reading:
+    """The records to examine, by (surface, template), and what was not examined."""
+
+    groups: dict[tuple[str, str], list[tuple[tuple[str, int], Record]]] = field(default_factory=dict)
+    files: int = 0
+    lines: int = 0
+    rejected: Counter = field(default_factory=Counter)  # reason -> lines that are not records
+    duplicates: int = 0
+    over_limit: int = 0
+    notes: list[str] = field(default_factory=list)  # entries not read, files not read to their end
+
+    @property
+    def records(self) -> int:
+        return sum(len(v) for v in self.groups.values())
+
+
+@dataclass
+class Report:
+    reading: Reading
+    fits: list[Fit]
+    rejected: Counter = field(default_factory=Counter)  # records build_frames refused (prompt_undecodable, ...)
+
+    @property
+    def ok(self) -> bool:
+        return all(f.fits for f in self.fits)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def template_of(rec: Record, config: Config) -> str:
+    return rec.template or config.surface(rec.surface).template
+
+
+def read_landing(logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None) -> Reading:
+    """Every valid record of the folder's log files (a last unterminated line counts, as with --final), at most
+    `limit` per surface, the first of each request id only; nothing is written anywhere."""
+    now = now or datetime.now(timezone.utc)
+    root = landing_root(logs)
+    out = Reading()
+    seen: set[str] = set()
+    per_surface: Counter = Counter()
+    for entry in landing_entries(root):
+        if entry.reason:
+            out.notes.append(f"{entry.detail} ({entry.reason})")
+            continue
+        try:
+            with open_entry(root, entry) as (fh, _):
+                out.files += 1
+                lines = read_lines(open_stream(fh, entry.compressed), ReadState(), max_line_bytes=config.ingest.max_line_bytes,
+                                   max_inflated_bytes=config.ingest.max_decompressed_bytes if entry.compressed else None, final=True)
+                for line in lines:
+                    out.lines += 1
+                    parsed = _parse(line, now, config.ingest.max_line_bytes)
+                    if isinstance(parsed[0], Reject):
+                        out.rejected[parsed[0].reason] += 1
+                        continue
+                    rec = parsed[1]
+                    if rec.request_id in seen:
+                        out.duplicates += 1
+                        continue
+                    if limit is not None and per_surface[rec.surface] >= limit:
+                        out.over_limit += 1
+                        continue
+                    seen.add(rec.request_id)
+                    per_surface[rec.surface] += 1
+                    out.groups.setdefault((rec.surface, template_of(rec, config)), []).append(((entry.name, line.no), rec))
+        except (OutsideLanding, DecompressedTooLarge, *READ_ERRORS) as exc:
+            out.notes.append(f"{entry.name}: not read to its end: {exc}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- counting
+
+
+def chunk_fits(frames: Frames) -> pl.DataFrame:
+    """One row per retrieved chunk: request_id, chunk_id, position, found (whole | cut | pieces | altered | missing)
+    and at_end (missing, after every chunk found in its prompt)."""
+    prompts = frames.prompts.select("request_id", "prompt_normalized", "profile_status")
+    texts = dict(prompts.select("request_id", "prompt_normalized").iter_rows())
+    chunk_text = {(r, c): t for r, c, t in frames.retrievals.select("request_id", "chunk_id", "text_normalized").iter_rows()}
+    sections: dict[tuple[str, str], list[tuple]] = {}
+    for rid, cid, how, start, end, truncated in (
+        frames.sections.filter(pl.col("chunk_id").is_not_null())
+        .sort("request_id", "body_start")
+        .select("request_id", "chunk_id", "resolved_by", "body_start", "body_end", "truncated").iter_rows()
+    ):
+        sections.setdefault((rid, cid), []).append((how, start, end, truncated))
+    found = [
+        _found(texts.get(rid) or "", chunk_text[(rid, cid)], sections[(rid, cid)]) if (rid, cid) in sections else "missing"
+        for rid, cid in frames.retrievals.select("request_id", "chunk_id").iter_rows()
+    ]
+    per_chunk = frames.retrievals.select("request_id", "chunk_id", "position").with_columns(found=pl.Series(found, dtype=pl.String))
+    last_found = per_chunk.filter(pl.col("found") != "missing").group_by("request_id").agg(last_found=pl.col("position").max())
+    return (
+        per_chunk.join(last_found, on="request_id", how="left")
+        .join(prompts.select("request_id", "profile_status"), on="request_id", how="left")
+        .with_columns(at_end=(pl.col("found") == "missing") & (pl.col("position") > pl.col("last_found")).fill_null(False))
+        .select("request_id", "chunk_id", "position", "found", "at_end", "profile_status")
+    )
+
+
+def _found(prompt: str, chunk: str, sections: list[tuple]) -> str:
+    """How one retrieved chunk reached the prompt, from its sections (resolved_by, body_start, body_end, truncated)."""
+    altered = cut = False
+    at = 0
+    for how, start, end, truncated in sections:
+        body = prompt[start:end]
+        if how.startswith("auto_"):  # located by content: the body is chunk text; did the template change what follows?
+            cfrom = chunk.find(body, at)
+            cfrom = chunk.find(body) if cfrom < 0 else cfrom
+            at = max(cfrom, 0) + 1
+            cto = cfrom + len(body)
+            if cfrom >= 0 and cto < len(chunk) and _resumes(prompt, end, chunk, cto):
+                altered = True
+            cut = cut or bool(truncated)
+        elif body == chunk or chunk in body:
+            continue
+        elif chunk.startswith(body):
+            cut = True
+        else:
+            altered = True
+    if altered:
+        return "altered"
+    if cut:
+        return "cut"
+    return "pieces" if len(sections) > 1 or sections[0][0] == "auto_piece" else "whole"
+
+
+def _resumes(prompt: str, end: int, chunk: str, cto: int) -> bool:
+    """The chunk's text goes on right after a few changed characters (an escape, a replaced quote): the prompt
+    altered it there; a chunk really cut, or re-split under a header, goes on with template text or not at all."""
+    for skip in range(RESUME_SKIP + 1):
+        probe = chunk[cto + skip:cto + skip + RESUME_PROBE]
+        if len(probe.strip()) < 6:
+            return False
+        at = prompt.find(probe, end, end + RESUME_WINDOW + len(probe))
+        if at > end or (at == end and skip > 0):
+            return True
+    return False
+
+
+def tally(frames: Frames, origin: dict[str, tuple[str, int]]) -> dict[tuple[str, str], Fit]:
+    """The counts per (surface, template) of one batch's frames; origin: request_id -> (file, line)."""
+    out: dict[tuple[str, str], Fit] = {}
+    prompts = frames.prompts
+    group_of = {rid: (s, t) for rid, s, t in prompts.select("request_id", "surface", "template").iter_rows()}
+    excerpt = {rid: text[:EXCERPT_CHARS] for rid, text in prompts.select("request_id", "prompt_normalized").iter_rows()}
+
+    def fit(rid: str) -> Fit:
+        key = group_of[rid]
+        return out.setdefault(key, Fit(*key))
+
+    def example(f: Fit, kind: str, rid: str, detail: str = "") -> None:
+        if kind not in f.examples:
+            source, line = origin[rid]
+            f.examples[kind] = Example(rid, source, line, excerpt[rid], detail)
+
+    for rid, status in prompts.select("request_id", "profile_status").iter_rows():
+        f = fit(rid)
+        f.records += 1
+        if status == PROFILE_NO_CONTEXT:
+            f.no_block += 1
+            example(f, "no_block", rid)
+        elif status == PROFILE_UNKNOWN:
+            f.unknown += 1
+            example(f, "unknown", rid)
+    for rid, ref in frames.sections.filter(pl.col("chunk_id").is_null()).select("request_id", "header_ref").iter_rows():
+        f = fit(rid)
+        f.unresolved += 1
+        example(f, "unresolved", rid, f"header {ident(ref)}")
+    for rid, cid, position, found, at_end, status in chunk_fits(frames).iter_rows():
+        f = fit(rid)
+        f.chunks += 1
+        with_block = status not in (PROFILE_NO_CONTEXT, PROFILE_UNKNOWN)
+        f.block_chunks += with_block
+        if found == "missing":
+            f.missing += 1
+            f.at_end += at_end
+            f.lost += not at_end
+            if with_block and not at_end:
+                f.unexplained += 1
+                example(f, "missing", rid, f"chunk {ident(cid)} (retrieved #{position + 1})")
+        else:
+            setattr(f, found, getattr(f, found) + 1)
+            if found in ("altered", "cut"):
+                example(f, found, rid, f"chunk {ident(cid)} (retrieved #{position + 1})")
+    return out
+
+
+def measure(records: list[tuple[tuple[str, int], Record]], config: Config, *, template: str | None = None,
+            now: datetime | None = None, batch: int = BATCH) -> tuple[dict[tuple[str, str], Fit], Counter]:
+    """Run the records through build_frames (as the ingest does, in batches), each with its own template or
+    `template`; the counts per (surface, template), and the records build_frames refused, by reason."""
+    now = now or datetime.now(timezone.utc)
+    fits: dict[tuple[str, str], Fit] = {}
+    refused: Counter = Counter()
+    for lo in range(0, len(records), batch):
+        part = records[lo:lo + batch]
+        items = [(k, dataclasses.replace(rec, template=template) if template else rec) for k, (_, rec) in enumerate(part)]
+        origin = {k: where for k, (where, _) in enumerate(part)}
+        frames, broken = _frames_isolating_failures(items, config, origin, now, None)
+        refused.update(r["reason"] for r in frames.rejects)
+        refused["unprocessable_record"] += len(broken)
+        by_rid = {rec.request_id: origin[k] for k, rec in items}
+        for key, f in tally(frames, by_rid).items():
+            fits.setdefault(key, Fit(*key)).add(f)
+    return fits, +refused
+
+
+def diagnose(reading: Reading, config: Config, *, now: datetime | None = None, batch: int = BATCH) -> Report:
+    """Each (surface, template) measured; one that does not fit is measured again under auto and every other built-in."""
+    records = [item for group in reading.groups.values() for item in group]
+    records.sort(key=lambda item: item[0])
+    fits, refused = measure(records, config, now=now, batch=batch)
+    for (surface, template), f in fits.items():
+        if f.fits:
+            continue
+        mine = reading.groups[(surface, template)]
+        for alt in (AUTO, *BUILTIN_PROFILES):
+            if alt != template:
+                alt_fits, _ = measure(mine, config, template=alt, now=now, batch=batch)
+                f.alternatives[alt] = alt_fits.get((surface, alt), Fit(surface, alt))
+    return Report(reading, [fits[k] for k in sorted(fits)], refused)
+
+
+def doctor(logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None) -> Report:
+    return diagnose(read_landing(logs, config, limit=limit, now=now), config, now=now)
+
+
+# ---------------------------------------------------------------------------------------------------- text
+
+
+COLUMNS = ("records", "chunks", "whole", "cut", "pieces", "missing", "at end", "altered", "no chunk", "no block")
+
+
+def render(report: Report, logs: str | Path, config_name: str, limit: int | None) -> str:
+    """The report for a terminal: every logged value escaped."""
+    r = report.reading
+    lines = [safe(f"citegate doctor: {r.records} records from {r.files} files in {logs} (config: {config_name}; "
+                  + (f"at most {limit} records per surface)" if limit else "every record)"))]
+    skipped = [f"{sum(r.rejected.values())} lines that are not records ({', '.join(f'{k} {v}' for k, v in r.rejected.most_common())})" if r.rejected else "",
+               f"{r.duplicates} repeated request ids" if r.duplicates else "",
+               f"{r.over_limit} records over the limit" if r.over_limit else "",
+               f"{sum(report.rejected.values())} records refused ({', '.join(f'{k} {v}' for k, v in report.rejected.items())})"
+               if report.rejected else ""]
+    if any(skipped):
+        lines.append("  not examined: " + "; ".join(s for s in skipped if s))
+    lines += [f"  note: {safe(n)}" for n in r.notes]
+    if not report.fits:
+        lines.append("no records to examine")
+        return "\n".join(lines)
+    names = [(ident(f.surface), ident(f.template)) for f in report.fits]
+    sw = max(len("surface"), *(len(s) for s, _ in names)) + 2
+    tw = max(len("template"), *(len(t) for _, t in names)) + 2
+    lines.append("")
+    lines.append(f"{'surface':<{sw}}{'template':<{tw}}" + "".join(f"{c:>9}" for c in COLUMNS))
+    for f, (s, t) in zip(report.fits, names):
+        values = (f.records, f.chunks, f.whole, f.cut, f.pieces, f.missing, f.at_end, f.altered, f.unresolved, f.no_block + f.unknown)
+        lines.append(f"{s:<{sw}}{t:<{tw}}" + "".join(f"{v:>9}" for v in values))
+    lines.append("")
+    for f, (s, t) in zip(report.fits, names):
+        lines.append(f"{s} / {t}: {f.verdict()}")
+        if f.fits:
+            continue
+        for kind in KINDS:
+            ex = f.examples.get(kind)
+            if ex is None or (kind == "missing" and not f.unexplained):
+                continue
+            detail = f", {ex.detail}" if ex.detail else ""
+            lines.append(f"    e.g. {KIND_WORDS[kind]}: {ident(ex.request_id)} at {safe(ex.source)}:{ex.line}{detail}")
+            lines.append(f"      {safe(ex.prompt)}{'…' if len(ex.prompt) >= EXCERPT_CHARS else ''}")
+    lines.append("")
+    bad = sum(not f.fits for f in report.fits)
+    lines.append("every template fits" if not bad else f"{bad} of {len(report.fits)} (surface, template) do not fit")
+    return "\n".join(lines)
