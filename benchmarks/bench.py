@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
             stage("small_files", warehouse=fresh(work / "small.duckdb"), landing=work / "landing-5000-files", files=5000, config=config)
         )
 
+    print("  call-time guard, 10,000 calls …", flush=True)
+    for _i in range(a.repeats):
+        results.setdefault("guard", []).append(stage("guard", calls=10_000 if not a.quick else 1000))
+
     print("  peak RSS as the landing file grows …", flush=True)
     base = max(a.requests // 20, 500)
     growth = []
@@ -164,6 +168,8 @@ def render(a, r, growth, elapsed) -> str:
         ("  judge re-run: calls made", str(max(x["rerun_calls"] for x in r["judge"])), "0", ok(all(x["rerun_calls"] == 0 for x in r["judge"]))),
         ("5,000 one-line files, ingest (s)", spread([x["seconds"] for x in r["small_files"]]), "< 30 s", ok(statistics.median([x["seconds"] for x in r["small_files"]]) < 30 and all(x["records"] == 5000 for x in r["small_files"]))),
         ("  re-run of the same folder (s; lines read)", spread([x["rerun_seconds"] for x in r["small_files"]]) + f"; {max(x['rerun_lines'] for x in r['small_files'])} lines", "0 lines", ok(all(x["rerun_lines"] == 0 for x in r["small_files"]))),
+        ("guard: check_prompt + check_citations, 15 KB prompt, 8 chunks, 3 citations: p50 (ms)", spread([x["p50_ms"] for x in r["guard"]]), "", ""),
+        ("  guard p99 (ms)", spread([x["p99_ms"] for x in r["guard"]]), "< 2 ms", ok(statistics.median([x["p99_ms"] for x in r["guard"]]) < 2)),
         ("peak RSS of ingest at 1x / 2x / 4x landing file (MB)", " / ".join(f"{v:,.0f}" for v in rss), "flat (4x <= 1.5 x 1x)", ok(rss[2] <= 1.5 * rss[0])),
     ]
     width = max(len(x[0]) for x in rows) + 2

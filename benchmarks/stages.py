@@ -186,7 +186,32 @@ def small_files(args: dict) -> dict:
             "rerun_seconds": rerun, "rerun_lines": again.lines_read, "peak_rss_mb": peak_rss_mb()}
 
 
-STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge, small_files)}
+def guard(args: dict) -> dict:
+    """The call-time guard on a ~15 KB prompt with 8 chunks: check_prompt, then check_citations for 3 citations."""
+    from citegate_assets.guard import check_citations, check_prompt
+
+    rng = random.Random(3)
+    words = "refund invoice plan seat region audit backup retention encryption policy support tier month annual".split()
+    chunks = [{"chunk_id": f"kb-{i}#c1", "rank": i + 1, "text": " ".join(rng.choice(words) for _ in range(300)) + f" Fact {i}: {i * 7}% of seats."}
+              for i in range(8)]
+    prompt = ("You answer from the context only.\n\nContext:\n" + "\n".join(f"[{c['chunk_id']}] {c['text']}" for c in chunks)
+              + "\n\nQuestion: what share of seats?\nAnswer:")
+    cites = [{"chunk_id": f"kb-{i}#c1", "span": f"Fact {i}: {i * 7}% of seats.", "claim": f"{i * 7}% of seats."} for i in (1, 4, 6)]
+    calls = int(args.get("calls", 10_000))
+    times = []
+    for n in range(calls):
+        sent = f"{prompt} (request {n})"  # every call a new prompt: nothing carries over but within one call
+        t0 = time.perf_counter()
+        check_prompt(sent, chunks)
+        result = check_citations(sent, chunks, cites)
+        times.append(time.perf_counter() - t0)
+    assert result.ok, result.failures
+    times.sort()
+    return {"prompt_kb": len(prompt.encode()) / 1024, "calls": calls, "p50_ms": times[len(times) // 2] * 1e3,
+            "p99_ms": times[int(len(times) * 0.99)] * 1e3, "peak_rss_mb": peak_rss_mb()}
+
+
+STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge, small_files, guard)}
 
 if __name__ == "__main__":
     name, raw = sys.argv[1], sys.argv[2]

@@ -134,7 +134,25 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
     _path_flags(trace, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
     trace.set_defaults(func=cmd_trace)
+
+    doctor = sub.add_parser("doctor", help="does each surface's template fit its prompts? (reads the logs only, no warehouse)")
+    _path_flags(doctor, "landing", "config")
+    doctor.add_argument("--limit", type=int, default=1000, help="records examined per surface (default 1000; 0: all)")
+    doctor.set_defaults(func=cmd_doctor)
     return p
+
+
+def cmd_doctor(args) -> int:
+    from citegate_assets.lib.doctor import doctor, render
+
+    settings = _settings(args)
+    cfg = _load_config(settings)
+    if not settings.landing.is_dir():
+        raise FileNotFoundError(f"{settings.landing}: landing folder not found ({settings.sources['landing'][1]})")
+    limit = args.limit if args.limit and args.limit > 0 else None
+    report = doctor(settings.landing, cfg, limit=limit)
+    print(render(report, settings.landing, str(cfg.path or "built-in defaults"), limit))  # render escapes logged values
+    return 0 if report.ok else 1
 
 
 def cmd_gen_logs(args) -> int:

@@ -15,6 +15,7 @@ Imports only the standard library and citegate's pure modules: no dagster, duckd
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -221,7 +222,15 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
     templates = _templates(config)
     if template not in templates and template != AUTO:
         raise ValueError(f"template {template!r}: neither built in ({', '.join(BUILTIN_PROFILES)}) nor in the config's [templates]")
-    layout = prompt_layout(decode_prompt(prompt, encoding), chunks, template, templates)
+    # check_prompt before sending, check_citations after: the same call's layout is computed once
+    key = (prompt, encoding, template, id(templates), tuple((c["chunk_id"], c["text"]) for c in chunks))
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = prompt_layout(decode_prompt(prompt, encoding), chunks, template, templates)
+        with _LAYOUTS_LOCK:  # serving code calls from many threads
+            _LAYOUTS[key] = layout
+            while len(_LAYOUTS) > _LAYOUT_CACHE_SIZE:
+                del _LAYOUTS[next(iter(_LAYOUTS))]
     arrivals = []
     for c in chunks:
         mine = layout.sections_of(c["chunk_id"])
@@ -238,6 +247,9 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
 
 
 _CONFIGS: dict[str, Config] = {}
+_LAYOUT_CACHE_SIZE = 32  # calls in flight at once in one process, about
+_LAYOUTS: dict[tuple, Layout] = {}
+_LAYOUTS_LOCK = threading.Lock()
 
 
 def _templates(config) -> dict:

@@ -24,16 +24,18 @@ from .config import Config
 from .ingest import _frames_isolating_failures, _parse
 from .landing import OutsideLanding, landing_entries, landing_root, open_entry
 from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
-from .profiles import AUTO, BUILTIN_PROFILES
+from .profiles import BUILTIN_PROFILES
 from .records import Record, Reject
 from .terminal import ident, safe
 
 BATCH = 500
 DEFAULT_LIMIT = 1000
 EXCERPT_CHARS = 300
-RESUME_WINDOW = 8  # prompt characters a template may insert before a cut chunk's text resumes (&amp; &quot; &#39;)
-RESUME_SKIP = 3  # chunk characters it may have replaced
-RESUME_PROBE = 10
+# a located chunk whose text stops, then resumes a little further on, was altered there (escaped, rewritten):
+RESUME_SKIP = 16  # chunk characters the template may have replaced ("<code>" -> "&lt;code&gt;")
+RESUME_GROWTH = 6  # prompt characters per replaced character ('"' -> "&quot;")
+RESUME_WINDOW = 8  # and a few more
+RESUME_PROBE = 16  # the chunk text that must resume
 KINDS = ("no_block", "unknown", "unresolved", "missing", "altered", "cut")
 KIND_WORDS = {
     "no_block": "no context block",
@@ -94,7 +96,7 @@ class Fit:
 
     def suggestion(self) -> tuple[str | None, list[str]]:
         """(the alternative with the fewest misfits if it beats this one, every alternative that fits)."""
-        order = [AUTO, *BUILTIN_PROFILES]
+        order = list(BUILTIN_PROFILES)  # auto first
         ranked = sorted(self.alternatives.values(), key=lambda f: (f.misfits, f.cut, f.pieces, order.index(f.template)))
         best = ranked[0] if ranked and ranked[0].misfits < self.misfits else None
         return (best.template if best else None), [f.template for f in ranked if f.fits]
@@ -122,8 +124,10 @@ class Fit:
         if self.unexplained and len(why) == 1:
             return text  # the clause says what to try
         if best:
-            others = [t for t in fitting if t != best]
-            text += f" — try template {best}" + ((" (fits" + (f"; so do {', '.join(others)}" if others else "") + ")") if best in fitting else "")
+            others = ", ".join(t for t in fitting if t != best)
+            text += f" — try template {best}"
+            if best in fitting:
+                text += f" (fits; so do {others})" if others else " (fits)"
         elif self.alternatives:
             text += " — no built-in fits better: write a profile (docs/profiles.md)"
         return text
@@ -154,7 +158,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return all(f.fits for f in self.fits)
+        """Something was examined and everything fits."""
+        return bool(self.fits) and all(f.fits for f in self.fits)
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -218,8 +223,12 @@ def chunk_fits(frames: Frames) -> pl.DataFrame:
         .select("request_id", "chunk_id", "resolved_by", "body_start", "body_end", "truncated").iter_rows()
     ):
         sections.setdefault((rid, cid), []).append((how, start, end, truncated))
+    spans: dict[str, list[tuple[str, int, int]]] = {}
+    for (rid, cid), secs in sections.items():
+        spans.setdefault(rid, []).extend((cid, start, end) for _, start, end, _ in secs)
     found = [
-        _found(texts.get(rid) or "", chunk_text[(rid, cid)], sections[(rid, cid)]) if (rid, cid) in sections else "missing"
+        _found(texts.get(rid) or "", chunk_text[(rid, cid)], sections[(rid, cid)], [(s, e) for c, s, e in spans[rid] if c != cid])
+        if (rid, cid) in sections else "missing"
         for rid, cid in frames.retrievals.select("request_id", "chunk_id").iter_rows()
     ]
     per_chunk = frames.retrievals.select("request_id", "chunk_id", "position").with_columns(found=pl.Series(found, dtype=pl.String))
@@ -232,8 +241,9 @@ def chunk_fits(frames: Frames) -> pl.DataFrame:
     )
 
 
-def _found(prompt: str, chunk: str, sections: list[tuple]) -> str:
-    """How one retrieved chunk reached the prompt, from its sections (resolved_by, body_start, body_end, truncated)."""
+def _found(prompt: str, chunk: str, sections: list[tuple], others: list[tuple[int, int]]) -> str:
+    """How one retrieved chunk reached the prompt, from its sections (resolved_by, body_start, body_end, truncated);
+    others: the prompt spans of the other chunks' sections."""
     altered = cut = False
     at = 0
     for how, start, end, truncated in sections:
@@ -243,7 +253,7 @@ def _found(prompt: str, chunk: str, sections: list[tuple]) -> str:
             cfrom = chunk.find(body) if cfrom < 0 else cfrom
             at = max(cfrom, 0) + 1
             cto = cfrom + len(body)
-            if cfrom >= 0 and cto < len(chunk) and _resumes(prompt, end, chunk, cto):
+            if cfrom >= 0 and cto < len(chunk) and _resumes(prompt, end, chunk, cto, others):
                 altered = True
             cut = cut or bool(truncated)
         elif body == chunk or chunk in body:
@@ -259,15 +269,17 @@ def _found(prompt: str, chunk: str, sections: list[tuple]) -> str:
     return "pieces" if len(sections) > 1 or sections[0][0] == "auto_piece" else "whole"
 
 
-def _resumes(prompt: str, end: int, chunk: str, cto: int) -> bool:
-    """The chunk's text goes on right after a few changed characters (an escape, a replaced quote): the prompt
-    altered it there; a chunk really cut, or re-split under a header, goes on with template text or not at all."""
+def _resumes(prompt: str, end: int, chunk: str, cto: int, others: list[tuple[int, int]]) -> bool:
+    """The chunk's text goes on a little further, after characters put in place of a few of its own with no
+    blank between ("&" -> "&amp;", "<code>" -> "&lt;code&gt;"): the template altered it there. A chunk really
+    cut goes on with template text or another chunk's section; a re-split one under a header, which has blanks."""
     for skip in range(RESUME_SKIP + 1):
         probe = chunk[cto + skip:cto + skip + RESUME_PROBE]
         if len(probe.strip()) < 6:
             return False
-        at = prompt.find(probe, end, end + RESUME_WINDOW + len(probe))
-        if at > end or (at == end and skip > 0):
+        at = prompt.find(probe, end, end + RESUME_GROWTH * skip + RESUME_WINDOW + len(probe))
+        if at >= 0 and (at > end or skip > 0) and not any(c.isspace() for c in prompt[end:at]) \
+                and not any(s <= at < e for s, e in others):
             return True
     return False
 
@@ -349,7 +361,7 @@ def diagnose(reading: Reading, config: Config, *, now: datetime | None = None, b
         if f.fits:
             continue
         mine = reading.groups[(surface, template)]
-        for alt in (AUTO, *BUILTIN_PROFILES):
+        for alt in BUILTIN_PROFILES:  # auto first
             if alt != template:
                 alt_fits, _ = measure(mine, config, template=alt, now=now, batch=batch)
                 f.alternatives[alt] = alt_fits.get((surface, alt), Fit(surface, alt))
@@ -371,11 +383,13 @@ def render(report: Report, logs: str | Path, config_name: str, limit: int | None
     r = report.reading
     lines = [safe(f"citegate doctor: {r.records} records from {r.files} files in {logs} (config: {config_name}; "
                   + (f"at most {limit} records per surface)" if limit else "every record)"))]
-    skipped = [f"{sum(r.rejected.values())} lines that are not records ({', '.join(f'{k} {v}' for k, v in r.rejected.most_common())})" if r.rejected else "",
+    def counts(c: Counter) -> str:
+        return ", ".join(f"{k} {v}" for k, v in c.most_common())
+
+    skipped = [f"{sum(r.rejected.values())} lines that are not records ({counts(r.rejected)})" if r.rejected else "",
                f"{r.duplicates} repeated request ids" if r.duplicates else "",
                f"{r.over_limit} records over the limit" if r.over_limit else "",
-               f"{sum(report.rejected.values())} records refused ({', '.join(f'{k} {v}' for k, v in report.rejected.items())})"
-               if report.rejected else ""]
+               f"{sum(report.rejected.values())} records refused ({counts(report.rejected)})" if report.rejected else ""]
     if any(skipped):
         lines.append("  not examined: " + "; ".join(s for s in skipped if s))
     lines += [f"  note: {safe(n)}" for n in r.notes]

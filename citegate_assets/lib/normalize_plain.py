@@ -39,6 +39,7 @@ FOLD_TO = [
 # (it also counts U+001C..U+001F), so the class is spelled out.
 WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _RUNS = re.compile(f"[{re.escape(WHITESPACE)}]{{2,}}|[{re.escape(WHITESPACE.replace(' ', ''))}]")
+_NOT_WHITE_SPACE = re.compile("[\x1c-\x1f]")
 _ENTITY = re.compile("|".join(re.escape(e) for e in HTML_ENTITIES))
 _ENTITY_CHAR = dict(zip(HTML_ENTITIES, HTML_CHARS))
 _FOLD = str.maketrans(dict(zip(FOLD_FROM, FOLD_TO)))
@@ -51,4 +52,6 @@ def normalize_str(text: str, unescape: str = "none") -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFC", text).translate(_FOLD)
     text = unicodedata.normalize("NFC", text)
+    if _NOT_WHITE_SPACE.search(text) is None:  # str.split's whitespace is White_Space plus U+001C..U+001F
+        return " ".join(text.split())
     return _RUNS.sub(" ", text).strip(WHITESPACE)

@@ -67,6 +67,9 @@ _AMOUNT = re.compile(
     r"(?P<suf> ?%| ?(?i:percent|per ?cent)(?![A-Za-z])| ?(?:USD|EUR|GBP)(?![A-Za-z])"
     r"| (?i:(?:us )?dollars?|euros?|pounds? sterling)(?![A-Za-z]))?"
 )
+# The characters an amount can start with: searching for them first and matching _AMOUNT only there finds
+# the same leftmost amounts several times faster (_AMOUNT begins with an optional group, which re cannot skip by).
+_AMOUNT_START = re.compile(r"[0-9.$€£UEG]")
 _ISO_DATE = re.compile(r"(?<![A-Za-z0-9#_.\-])(\d{4})-(\d{2})-(\d{2})(?![A-Za-z0-9#_\-]|\.\d)")
 _ANY_DIGIT = re.compile(r"\d")
 _RANGE_SEP = re.compile(r" ?- ?| to | and ", re.IGNORECASE)
@@ -142,10 +145,20 @@ def _skip_token(text: str, pos: int) -> int:
     return pos
 
 
+def _search_amount(text: str, pos: int) -> re.Match | None:
+    """_AMOUNT.search(text, pos), by trying only where an amount can start."""
+    while (c := _AMOUNT_START.search(text, pos)) is not None:
+        m = _AMOUNT.match(text, c.start())
+        if m is not None:
+            return m
+        pos = c.start() + 1
+    return None
+
+
 def _amounts(text: str) -> list[_Amount]:
     found: list[_Amount] = []
     pos = 0
-    while (m := _AMOUNT.search(text, pos)) is not None:
+    while (m := _search_amount(text, pos)) is not None:
         start = m.start()
         # a hyphen right after an amount is a range separator ("$4.5 million-$5 million", "5k-12%"),
         # not an identifier's hyphen ("NW-200")
@@ -233,10 +246,13 @@ def _present(q: Quantity, passage: list[Quantity]) -> bool:
 def missing_quantities(claim: str, passage: str) -> list[Quantity]:
     """The claim's quantities that do not appear in the passage (same value, same unit; a claim
     quantity without a unit matches that value with any unit). Each (value, unit) is reported once."""
+    claimed = extract_quantities(claim)
+    if not claimed:
+        return []  # most claims state no number: the passage need not be read
     have = extract_quantities(passage)
     missing: list[Quantity] = []
     seen: set[tuple[str, str | None]] = set()
-    for q in extract_quantities(claim):
+    for q in claimed:
         if (q.value, q.unit) in seen:
             continue
         seen.add((q.value, q.unit))

@@ -80,7 +80,7 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     if "schema_version" in tables:
         [(version,)] = con.sql("select max(version) from schema_version").fetchall()
         return version
-    return 1 if "prompts" in tables else None
+    return 1 if "ingested_files" in tables else None  # the ledger: every release had it
 
 
 @cache
