@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test ui bench install clean fixtures
+.PHONY: demo test ui bench install clean fixtures guard-examples
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,3 +39,8 @@ fixtures:
 	$(FX_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["fixtures"]))' > $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python scripts/render_fixtures.py
+
+# issue 18: run every example of docs/guard.md against the real frameworks of the `fixtures` extra, offline.
+guard-examples:
+	@test -x $(FX_VENV)/bin/python || { echo "no $(FX_VENV): run make fixtures first"; exit 1; }
+	$(FX_VENV)/bin/python scripts/check_guard_examples.py

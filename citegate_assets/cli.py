@@ -96,8 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--wait", type=float, default=0.0, help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)")
     run.set_defaults(func=cmd_run)
 
-    cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels and print its false pass rate")
-    _path_flags(cal, "labels", "warehouse", "config", "dagster_home")
+    cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels, print its false pass rate and "
+                         "publish the copy readers open")
+    _path_flags(cal, "labels", "warehouse", "config", "published", "dagster_home")
+    cal.add_argument("--quiet", action="store_true", help="print only the report (no Dagster log lines)")
+    cal.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                     help="Dagster's console log level (default WARNING: warnings and errors only)")
     cal.set_defaults(func=cmd_calibrate)
 
     queue = sub.add_parser("queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)")
@@ -188,7 +192,7 @@ def cmd_demo(args) -> int:
     summary = generate_logs(
         settings.landing, days=args.days, requests_per_day=args.requests_per_day, seed=args.seed, truth_path=truth
     )
-    print(f"    {_short(summary)} (expected reasons in {truth})")
+    print(f"    {_short(summary)}\n    expected reasons in {truth}")
     print(f"2/2 running the pipeline into {settings.warehouse}")
     code = _run(settings, None, None, quiet=False)
     if code == 0:
@@ -204,6 +208,7 @@ def _load_config(settings: "where.Settings"):
 
 
 def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float = 0.0, final: bool = False) -> int:
+    _hide_dagster_warnings()  # before anything imports the definitions
     from citegate_assets.pipeline import plan_days, run_range, within_partitions
 
     logs, warehouse = settings.landing, settings.warehouse
@@ -219,7 +224,9 @@ def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float =
     result = run_range(
         plan,
         settings=settings,
-        log_level="ERROR" if quiet else "INFO",
+        # --quiet: only the summary. Dagster logs a failed step at ERROR with its stack trace; a handled failure
+        # is printed once, below, as the failing step's message and the failed checks' rows
+        log_level=QUIET_LOG_LEVEL if quiet else "INFO",
         wait_s=wait_s,
         on_wait=lambda holder: print(safe(f"waiting for the run that holds {warehouse} ({holder}) …"), flush=True),
         final=final,
@@ -230,8 +237,26 @@ def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float =
         print(f"run failed after {elapsed:.1f}s", file=sys.stderr)
         return 1
     print(f"run {result.run_id} succeeded in {elapsed:.1f}s")
-    print(summarize(warehouse))
+    print(summarize(warehouse, plan))
     return 0
+
+
+# Dagster's console logger level for --quiet: CRITICAL, so a failed step's ERROR event (with its stack trace)
+# is not printed; _print_failure prints what failed instead.
+QUIET_LOG_LEVEL = "CRITICAL"
+
+
+def _hide_dagster_warnings() -> None:
+    """The project's assets use Dagster parameters marked beta or preview (`backfill_policy`): Dagster
+    warns about each at import, on every run, about Dagster's API and not about the user's data. Silenced for
+    this CLI process only (pyproject's pytest filterwarnings does the same for the tests); `dagster dev` and the
+    daemon keep them. Imported here, not at module level: readers (queue, metrics, trace) never load Dagster."""
+    import warnings
+
+    import dagster as dg
+
+    for category in (dg.BetaWarning, dg.PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
 
 
 def _note_wording(note: str) -> str:
@@ -246,6 +271,7 @@ def _note_wording(note: str) -> str:
 
 
 def cmd_calibrate(args) -> int:
+    _hide_dagster_warnings()  # before anything imports the definitions
     from citegate_assets.pipeline import run_calibration
 
     settings = _settings(args)
@@ -253,11 +279,15 @@ def cmd_calibrate(args) -> int:
     if args.labels is not None and not settings.labels.exists():
         raise FileNotFoundError(f"{settings.labels}: labels file or folder not found")
     print(safe("\n".join(settings.describe()), newlines=True))
-    result = run_calibration(settings=settings)
+    result = run_calibration(settings=settings, log_level=QUIET_LOG_LEVEL if args.quiet else args.log_level)
     if not result.success:
         _print_failure(result)
         return 1
     print(calibration_report(settings.warehouse))
+    # run_calibration's last step published the copy (readers open only that one), as the nightly run's does
+    print()
+    print(safe(f"published {settings.published}  ({settings.sources['published'][1]}): queue, metrics, trace and "
+               "review now read this calibration"))
     return 0
 
 
@@ -535,31 +565,69 @@ def _message(text: str) -> str:
     return textwrap.indent(safe(text.strip(), newlines=True), "    ").lstrip()
 
 
-def summarize(warehouse: Path) -> str:
+def summarize(warehouse: Path, plan=None) -> str:
+    """The warehouse after a run. With the run's plan, the gate tables cover only the days it gated, and
+    later days (ingested by this run, gated by the run that covers them) are named as such."""
     from citegate_assets.lib.reporting import text_table
     from citegate_assets.lib.warehouse import connect, query
 
+    window = {"start": date(2000, 1, 1), "end": date(9999, 1, 1)}
+    if plan is not None:
+        window = {"start": plan.start, "end": plan.end + timedelta(days=1)}  # the queries take [start, end)
     with connect(warehouse, read_only=True) as con:
         ingest = query(con, "report/ingest_summary").pl()
-        provenance = query(con, "report/provenance_by_surface").pl()
+        provenance = query(con, "report/provenance_by_surface", window).pl()
         rejects = query(con, "report/reject_reasons").pl()
-        support = query(con, "support/verdicts_by_surface", {"start": date(2000, 1, 1), "end": date(9999, 1, 1)}).pl()
+        support = query(con, "support/verdicts_by_surface", window).pl()
+        days = query(con, "report/days").fetchall()
+    days_of = "" if plan is None else f", {plan.start} .. {plan.end}"
     return "\n".join(
         [
             "",
             "Warehouse",
             text_table(ingest),
+            *_ingest_notes(dict(ingest.iter_rows())),
+            *([] if plan is None else _days_notes(plan, days)),
             "",
-            "Provenance reasons per surface (citations)",
+            f"Provenance reasons per surface (citations{days_of})",
             text_table(provenance),
             "",
             "Rejects by reason",
             text_table(rejects),
             "",
-            "Support verdicts per surface (judged citations; pass = yes and no numeric mismatch)",
+            f"Support verdicts per surface (judged citations{days_of}; pass = yes and no numeric mismatch)",
             text_table(support),
         ]
     ) + calibration_report(warehouse)
+
+
+def _ingest_notes(n: dict) -> list[str]:
+    """Why "prompts" is not the number of records written: every line read is a prompt or a rejected line, and
+    a record whose answer alone is bad (citations unparseable, a citation with an empty field) keeps its prompt."""
+    read, prompts = n.get("lines read", 0), n.get("prompts (records ingested)", 0)
+    rejected, answers = n.get("lines rejected (ingest_rejects)", 0), n.get("answers rejected (answer_rejects)", 0)
+    notes = []
+    if read == prompts + rejected:
+        notes.append(f"  prompts {prompts:,} = lines read {read:,} - lines rejected {rejected:,} (invalid lines, duplicate "
+                     "and conflicting request ids: see Rejects by reason)")
+    if answers:
+        notes.append(f"  {answers:,} of these prompts are malformed records whose answer was rejected (answer_rejects: "
+                     "citations unparseable or with an empty field): the prompt is kept, its citations are not checked")
+    return notes
+
+
+def _days_notes(plan, days: list[tuple]) -> list[str]:
+    """What this run gated, and the days after its range it only ingested (the current UTC day, say)."""
+    covered = [(p, c) for day, p, c, _ in days if plan.start <= day <= plan.end]
+    later = [(day, p) for day, p, _, _ in days if day > plan.end]
+    notes = [f"  gated by this run: {plan.start} .. {plan.end} ({sum(p for p, _ in covered):,} prompts, "
+             f"{sum(c for _, c in covered):,} citations)"]
+    if later:
+        names = ", ".join(str(day) for day, _ in later[:5]) + (f" and {len(later) - 5} more" if len(later) > 5 else "")
+        n = sum(p for _, p in later)
+        notes.append(f"  ingested, not yet gated: {names} ({n:,} prompt{'' if n == 1 else 's'}; gated by the run that "
+                     "covers their day, e.g. the next nightly run)")
+    return notes
 
 
 def _next_steps(settings: "where.Settings") -> str:
@@ -579,8 +647,17 @@ def _next_steps(settings: "where.Settings") -> str:
 
 
 def _short(summary: dict) -> str:
+    from citegate_assets.lib.loggen import PROMPT_KEPT_KINDS
+
     keys = ("files", "records", "citations", "malformed_lines")
-    return ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
+    text = ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
+    kinds = summary.get("malformed_kinds") or {}
+    kept = sum(kinds.get(k, 0) for k in PROMPT_KEPT_KINDS)
+    if summary.get("malformed_lines") and "records" in summary:  # records are the valid lines; the warehouse counts prompts
+        text += (f"\n    records are the valid lines; {kept} of the malformed lines ({', '.join(PROMPT_KEPT_KINDS)}) keep "
+                 f"their prompt and lose their answer, the other {summary['malformed_lines'] - kept} are rejected "
+                 f"(invalid, duplicate or conflicting lines): a run into an empty warehouse ingests {summary['records'] + kept} prompts")
+    return text
 
 
 if __name__ == "__main__":

@@ -138,9 +138,14 @@ def run_calibration(
     labels: Path | None = None,
     settings: Settings | None = None,
     instance: dg.DagsterInstance | None = None,
+    log_level: str = "WARNING",
 ) -> dg.ExecuteInProcessResult:
-    """Materialize hand_labels → judge_calibration → support_gate_status (the same assets the nightly job runs)."""
+    """Materialize hand_labels → judge_calibration → support_gate_status (the same assets the nightly job runs),
+    then published_warehouse: readers open only the published copy, so a calibration they cannot see would
+    leave `citegate queue`/`metrics` on the old gate status. Same asset, same target (settings.published)
+    as the nightly run's last step; it runs only when the calibration steps succeeded."""
     from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
+    from citegate_assets.defs.metrics import published_warehouse
     from citegate_assets.defs.resources import JudgeResource, WarehouseResource
 
     settings = settings or resolve_settings(config=config_file, warehouse=warehouse, labels=labels)
@@ -148,9 +153,10 @@ def run_calibration(
     # calibrate writes the warehouse too: it stops at once (RunLockedError) while a run holds it
     with run_lock(settings.warehouse, hint="try `citegate calibrate` again when it ends"):
         return dg.materialize(
-            [hand_labels, judge_calibration, support_gate_status],
+            [hand_labels, judge_calibration, support_gate_status, published_warehouse],
             resources=resources,
             instance=instance or dagster_instance(settings),
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
             tags={"citegate/trigger": "cli-calibrate"},
             raise_on_error=False,
         )

@@ -85,6 +85,8 @@ def test_cli_run_prints_summary(tmp_path, landing, dagster_home, capsys):
     assert code == 0
     assert "running days 2026-11-02 .. 2026-11-03" in out
     assert "span_truncated" in out and "invalid_json" in out
+    assert "gated by this run: 2026-11-02 .. 2026-11-03" in out  # the run's days, never the exclusive end
+    assert "2026-11-04" not in out
 
 
 def test_cli_run_rejects_bad_config_naming_the_key(tmp_path, landing, capsys):

@@ -237,3 +237,52 @@ def test_publish_refuses_a_copy_with_different_row_counts(source, tmp_path, monk
     with pytest.raises(RuntimeError, match="main.answers"):
         publish_copy(source, target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work dir's"]
+
+
+def many_surfaces_frame(n: int) -> pl.DataFrame:
+    """n surfaces over 3 weeks with numerators and denominators, as headline_for_chart returns them; the busiest
+    surface (most citations) has a control sequence in its name, and busyness is not name order."""
+    weeks = [dt.date(2025, 3, 3), dt.date(2025, 3, 10), dt.date(2025, 3, 17)]
+    records = []
+    for i in range(n):
+        surface = "evil\x1b[2J\nsurface" if i == 0 else f"s{i:03d}"
+        citations = 10 * n if i == 0 else 1 + (i * 37) % n  # every count distinct
+        for week in weeks:
+            for metric in RATES:
+                numerator = citations // 2
+                records.append((week, surface, metric, numerator / citations, float(numerator), citations))
+    return pl.DataFrame(
+        records,
+        schema={"week_start": pl.Date, "surface": pl.String, "metric": pl.String, "value": pl.Float64,
+                "numerator": pl.Float64, "denominator": pl.Int64},
+        orient="row",
+    )
+
+
+def test_rates_chart_draws_the_busiest_surfaces_and_pools_the_rest(tmp_path):
+    """300 surfaces: 8 lines for the surfaces with the most citations, one "other (292 surfaces)" line; the
+    legend shows control characters escaped. (One panel per surface took minutes; this draws in seconds.)"""
+    import matplotlib.pyplot as plt
+
+    from citegate_assets.lib.chart import MAX_SURFACES, rates_figure
+
+    frame = many_surfaces_frame(300)
+    citations = dict(frame.filter(pl.col("metric") == RATES[0]).group_by("surface").agg(pl.col("denominator").sum()).iter_rows())
+    busiest = sorted(citations, key=lambda s: -citations[s])[:MAX_SURFACES]
+    assert MAX_SURFACES == 8 and busiest[0].startswith("evil")
+
+    fig = rates_figure(frame)
+    try:
+        [legend] = fig.legends
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert labels == ["evil\\x1b[2J\\nsurface", *busiest[1:], "other (292 surfaces)"]
+        assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == list(RATES)
+        other = fig.axes[0].lines[-1].get_ydata()  # pooled: their numerators over their denominators
+        rest = frame.filter(~pl.col("surface").is_in(busiest) & (pl.col("metric") == RATES[0]) & (pl.col("week_start") == dt.date(2025, 3, 3)))
+        assert other[0] == pytest.approx(rest["numerator"].sum() / rest["denominator"].sum())
+    finally:
+        plt.close(fig)
+
+    path = rates_chart_png(frame, tmp_path / "many.png")
+    assert path.read_bytes().startswith(PNG_SIGNATURE)
+    assert plt.get_fignums() == []

@@ -264,6 +264,12 @@ def test_demo_and_calibrate_honour_citegate_warehouse(tmp_path, clean_env, monke
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     monkeypatch.setenv("CITEGATE_LABELS", str(labels))
     assert main(["calibrate"]) == 0
-    assert re.search(rf"labels:\s+{re.escape(str(labels))}  \(from \$CITEGATE_LABELS\)", capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    assert re.search(rf"labels:\s+{re.escape(str(labels))}  \(from \$CITEGATE_LABELS\)", out)
     with connect(warehouse, read_only=True) as con:
+        assert con.sql("select count(*) from hand_labels").fetchall() == [(40,)]
+    published = warehouse.with_name("demo.published.duckdb")  # readers open only this one: calibrate publishes it
+    assert f"published {published}  (default: " in out
+    assert " - DEBUG - " not in err and " - INFO - " not in err  # Dagster's console logger: warnings and errors only
+    with connect(published, read_only=True) as con:
         assert con.sql("select count(*) from hand_labels").fetchall() == [(40,)]

@@ -5,6 +5,7 @@ import polars as pl
 
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.warehouse import query
 
 from .partitions import daily_partitions, partition_days, row_count_metadata
@@ -55,7 +56,7 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     context.log.info(f"ingesting {landing} into {warehouse.database_path()}")
 
     def progress(file_name: str, lines: int, nbytes: int) -> None:
-        context.log.info(f"{file_name}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)")
+        context.log.info(f"{safe(file_name)}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)")  # names come from the landing folder
 
     with warehouse.connect() as con:
         summary = ingest_landing(con, landing, config, progress=progress, final=warehouse.final_read)

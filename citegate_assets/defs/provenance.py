@@ -1,5 +1,7 @@
 """Provenance stage: the deterministic gate on every citation (SPEC section 4)."""
 
+from datetime import timedelta
+
 import dagster as dg
 
 from citegate_assets.lib.provenance import check_provenance
@@ -38,7 +40,8 @@ def provenance_results(context: dg.AssetExecutionContext, warehouse: WarehouseRe
         [(missing, duplicated, orphaned)] = query(con, "provenance/coverage", params).fetchall()
         preview = query(con, "provenance/preview", params).pl()
         by_day = dict(query(con, "provenance/rows_by_day", params).fetchall())
-    context.log.info(f"provenance: {n:,} citations checked for {start} .. {end}")
+    # end is exclusive (partition_days): name the last day the run gated, not the day after it
+    context.log.info(f"provenance: {n:,} citations checked for {start} .. {end - timedelta(days=1)}")
     return dg.MaterializeResult(
         metadata={
             **row_count_metadata(start, end, n, by_day),

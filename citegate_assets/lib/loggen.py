@@ -65,6 +65,9 @@ MALFORMED_KINDS = (
     "timestamp_no_timezone",
 )
 MALFORMED_EVERY = 150  # about one malformed line per this many good records
+# Malformed kinds whose line is still a record: its prompt is ingested, only its answer is rejected
+# (answer_rejects), so a run holds records + these lines as prompts. Every other kind is a rejected line.
+PROMPT_KEPT_KINDS = ("citations_unparseable", "citation_empty_span")
 
 TOPICS = ("pricing", "refunds", "sla", "retention", "security", "shipping", "discounts", "partner", "legal")
 
