@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/citegate demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # two workers, a test file each: the 2 cores both busy
 
 ui: $(STAMP)
 	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
