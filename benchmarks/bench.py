@@ -18,24 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DAY = "2026-11-02"
+# Judge off; every surface on the default template `auto` (chunks found by content, no patterns).
 JUDGE_OFF_CONFIG = """
 [surfaces.default]
 stakes = "off"
-[surfaces.billing-assistant]
-stakes = "off"
-template = "anthropic-xml"
-[surfaces.help-center]
-stakes = "off"
-template = "langchain-stuff"
-[surfaces.legal-faq]
-stakes = "off"
-template = "langchain-stuff-mustache"
-[surfaces.internal-search]
-stakes = "off"
-template = "llamaindex-citation"
-[surfaces.partner-portal]
-stakes = "off"
-template = "plain-list"
 """
 
 

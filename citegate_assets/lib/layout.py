@@ -8,6 +8,7 @@ on the demo logs and on prompts rendered by the real frameworks.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .locate import Located, locate_chunks, positional_ref
@@ -15,14 +16,15 @@ from .normalize_plain import normalize_str
 from .profiles import AUTO, BODY, CONTEXT, HEADER, OUTSIDE, Piece, Profile, split_prompt
 
 HTML_ENTITIES_IN_PROMPTS = ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;")
+_ENTITY = re.compile("|".join(re.escape(e) for e in HTML_ENTITIES_IN_PROMPTS))
 OK, NO_CONTEXT, UNKNOWN = "ok", "no_context_block", "unknown_template"
 
 
 def auto_unescape(messages: list[tuple[str, str]], retrieved: list[dict]) -> str:
     """html when the prompt holds HTML entities that no chunk text holds itself (a template escaped them)."""
-    used = [e for e in HTML_ENTITIES_IN_PROMPTS if any(e in text for _, text in messages)]
-    if not used:
+    if not any(_ENTITY.search(text) for _, text in messages):  # one pass over the prompt, the usual answer
         return "none"
+    used = [e for e in HTML_ENTITIES_IN_PROMPTS if any(e in text for _, text in messages)]
     return "none" if any(e in r["text"] for r in retrieved for e in used) else "html"
 
 

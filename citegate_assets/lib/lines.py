@@ -62,11 +62,14 @@ class _Current:
 
     def __init__(self, state: ReadState, cap: int):
         self.cap = cap
+        self.state = state
         self.head = bytearray()
         self.length = 0
-        self.hasher = state.hasher.copy()
+        self.hasher = None  # a copy of the consumed bytes' hash, taken when the line's first bytes arrive
 
     def absorb(self, seg: bytes) -> None:
+        if self.hasher is None:
+            self.hasher = self.state.hasher.copy()
         self.hasher.update(seg)
         self.length += len(seg)
         room = self.cap + 2 - len(self.head)  # + 2: its end (CRLF) may follow the cap
@@ -75,7 +78,8 @@ class _Current:
 
     def finish(self, state: ReadState, end_len: int) -> Line:
         body_len = self.length - end_len
-        state.hasher = self.hasher
+        if self.hasher is not None:
+            state.hasher = self.hasher
         state.consumed += self.length
         state.lines += 1
         too_long = body_len > self.cap
@@ -113,13 +117,24 @@ def read_lines(
             else:
                 yield cur.finish(state, 1)
             cur = _Current(state, max_line_bytes)
-        for m in _EOL.finditer(chunk, pos):
+        for m in _line_ends(chunk, pos):
             end = m.end()
-            cur.absorb(chunk[pos:end])
-            pos = end
             if m.group() == b"\r" and end == len(chunk):
+                cur.absorb(chunk[pos:end])
+                pos = end
                 cr_at_end = True
                 break
+            if cur.length == 0 and m.start() - pos <= max_line_bytes:
+                # the common case, a whole line inside this chunk: no copy into the line buffer
+                state.hasher.update(memoryview(chunk)[pos:end])
+                state.consumed += end - pos
+                state.lines += 1
+                yield Line(state.lines, chunk[pos:m.start()], state.consumed, m.start() - pos)
+                pos = end
+                cur.hasher = None
+                continue
+            cur.absorb(chunk[pos:end])
+            pos = end
             yield cur.finish(state, end - m.start())
             cur = _Current(state, max_line_bytes)
         else:
@@ -130,6 +145,33 @@ def read_lines(
             yield cur.finish(state, 1 if cr_at_end else 0)
         else:
             state.held_bytes = cur.length
+
+
+class _LF:
+    """A match-like line end found by bytes.find: LF-only chunks (the usual case) skip the regex."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, at: int):
+        self._at = at
+
+    def start(self) -> int:
+        return self._at
+
+    def end(self) -> int:
+        return self._at + 1
+
+    def group(self) -> bytes:
+        return b"\n"
+
+
+def _line_ends(chunk: bytes, pos: int):
+    if b"\r" in chunk:
+        yield from _EOL.finditer(chunk, pos)
+        return
+    while (at := chunk.find(b"\n", pos)) >= 0:
+        yield _LF(at)
+        pos = at + 1
 
 
 def _read(stream: BinaryIO, state: ReadState, bound: int | None) -> bytes:
