@@ -219,7 +219,7 @@ def _run(settings: "where.Settings", start, end, *, quiet: bool, wait_s: float =
     plan = within_partitions(plan_days(logs, warehouse, start, end), dates_given=start is not None)
     print(f"running days {plan.start} .. {plan.end} (config: {cfg.path or 'built-in defaults'})")
     if plan.note:
-        print(f"note: {safe(_note_wording(plan.note))}")
+        print(f"note: {safe(plan.note)}")
     t0 = time.monotonic()
     result = run_range(
         plan,
@@ -257,17 +257,6 @@ def _hide_dagster_warnings() -> None:
 
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
-
-
-def _note_wording(note: str) -> str:
-    """plan_days says "no dated records found" when no record of the landing folder is of a complete UTC
-    day; the records usually are dated (today's, not gated until the day ends)."""
-    if note.startswith("no dated records found"):
-        return (
-            "no record in the landing folder is of a complete UTC day (before today); running yesterday's partition, so "
-            "every line is still accounted for (records of today are ingested now and gated on the next run)"
-        )
-    return note
 
 
 def cmd_calibrate(args) -> int:

@@ -10,6 +10,7 @@ many small files costs a few transactions, not one per file.
 from __future__ import annotations
 
 import errno
+import hashlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -573,8 +574,6 @@ def _drop_known_requests(con, run_seen, items, raw_by_key, origin, now):
 
 def _legacy_prefix_matches(fh, legacy: dict) -> bool:
     """A ledger row of a release before file identities: sha256 of the file's first size_bytes raw bytes."""
-    import hashlib
-
     size, expected = legacy["size_bytes"], legacy["file_sha256"]
     if size is None or expected is None:
         return False
