@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from citegate_assets.lib.config import Config, load_config
-from citegate_assets.lib.containers import decode_prompt
-from citegate_assets.lib.layout import Layout, prompt_layout, provenance_verdict, resolve_cited_id
+from citegate_assets.lib.containers import decode_body
+from citegate_assets.lib.layout import Layout, block_label, prompt_layout, provenance_verdict, resolve_cited_id
 from citegate_assets.lib.normalize_plain import normalize_str
 from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
@@ -226,7 +226,9 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
     key = (prompt, encoding, template, id(templates), tuple((c["chunk_id"], c["text"]) for c in chunks))
     layout = _LAYOUTS.get(key)
     if layout is None:
-        layout = prompt_layout(decode_prompt(prompt, encoding), chunks, template, templates)
+        messages = decode_body(prompt, encoding).messages
+        labels = {i: label for i, m in enumerate(messages) if (label := block_label(m.block))}
+        layout = prompt_layout([(m.role, m.text) for m in messages], chunks, template, templates, labels)
         with _LAYOUTS_LOCK:  # serving code calls from many threads
             _LAYOUTS[key] = layout
             while len(_LAYOUTS) > _LAYOUT_CACHE_SIZE:

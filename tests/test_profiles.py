@@ -115,3 +115,41 @@ def test_prompt_without_context_block_is_unverifiable_not_guessed(con, landing, 
     check_provenance(con, DAY, date(2026, 11, 3))
     assert con.sql("select distinct verdict, reason from provenance_results").fetchall() == [("unverifiable", "context_not_found")]
     assert con.sql("select profile_status from prompts").fetchall() == [("no_context_block",)]
+
+
+def test_document_blocks_are_cited_by_their_title_source_or_position(con, landing, config):
+    """Anthropic document / search_result blocks: the block is the chunk; an answer may name it by the block's
+    title (documents) or source (search results) instead of the chunk id, or by its position."""
+    import json
+
+    from citegate_assets import guard
+
+    refunds, support = "Refunds take 3 to 5 business days.", "Support is open around the clock for Enterprise."
+    body = {"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": refunds}, "title": "Refund policy"},
+        {"type": "search_result", "source": "https://help.example/support", "title": "Support hours",
+         "content": [{"type": "text", "text": support}]},
+        {"type": "text", "text": "How long do refunds take?"},
+    ]}]}
+    retrieved = [{"chunk_id": "kb-1#c1", "rank": 1, "text": refunds}, {"chunk_id": "kb-2#c1", "rank": 2, "text": support}]
+    citations = [
+        {"chunk_id": "Refund policy", "span": "3 to 5 business days", "claim": "Refunds take 3 to 5 business days."},
+        {"chunk_id": "https://help.example/support", "span": "around the clock", "claim": "Support never closes."},
+        {"chunk_id": "2", "span": "around the clock", "claim": "Support never closes."},
+        {"chunk_id": "Refund policy", "span": "around the clock", "claim": "Refunds never close."},
+    ]
+    record = {"request_id": "r-blocks", "logged_at": "2026-11-02T10:00:00Z", "surface": "s", "answer_model": "m",
+              "prompt": json.dumps(body), "prompt_encoding": "json", "retrieved": retrieved, "citations": citations}
+    write_jsonl(landing / "day.jsonl", [record])
+    ingest_landing(con, landing, config)
+    check_provenance(con, DAY, date(2026, 11, 3))
+    rows = con.sql("select r.citation_id, r.chunk_id, r.reason, c.cited_as from provenance_results r "
+                   "join citations c using (citation_id) order by 1").fetchall()
+    assert rows == [
+        ("r-blocks#0", "kb-1#c1", "ok", "Refund policy"),
+        ("r-blocks#1", "kb-2#c1", "ok", "https://help.example/support"),
+        ("r-blocks#2", "kb-2#c1", "ok", "2"),
+        ("r-blocks#3", "kb-1#c1", "span_in_other_chunk", "Refund policy"),
+    ]
+    checked = guard.check_citations(record["prompt"], retrieved, citations, encoding="json")
+    assert [(c.checked_chunk_id, c.reason) for c in checked.citations] == [(cid, reason) for _, cid, reason, _ in rows]

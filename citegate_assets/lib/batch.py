@@ -14,9 +14,9 @@ from datetime import datetime
 import polars as pl
 
 from .config import Config
-from .containers import PromptDecodeError, decode_prompt
+from .containers import PromptDecodeError, decode_body
 from .normalize import NORMALIZATION_VERSION, normalize
-from .layout import auto_unescape, uses_block_search
+from .layout import auto_unescape, block_label, label_at, uses_block_search
 from .locate import locate_chunks, positional_ref
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
 from .records import Record
@@ -47,18 +47,23 @@ def build_frames(
     decoded: their messages by key, if known."""
     prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
+    block_labels: dict[str, dict[int, str]] = {}  # auto: message number -> the id its document block carries
     for key, rec in items:
         source_file, line_no = origin[key]
         template = rec.template or config.surface(rec.surface).template
         profile = config.profile(template)
         try:
-            messages = decoded[key] if decoded is not None else decode_prompt(rec.prompt, rec.prompt_encoding)
+            decoded_messages = decoded[key] if decoded is not None else decode_body(rec.prompt, rec.prompt_encoding).messages
         except PromptDecodeError as exc:
             rejects.append(_reject_row(key, rec, "prompt_undecodable", str(exc)))
             continue
+        messages = [(m.role, m.text) for m in decoded_messages]
         if template == AUTO:
             # no pattern: each message is one piece; the chunks are found by content once normalized
             status, unescape = PROFILE_AUTO, auto_unescape(messages, rec.retrieved)
+            labels = {i: label for i, m in enumerate(decoded_messages) if (label := block_label(m.block))}
+            if labels:
+                block_labels[rec.request_id] = labels
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         elif profile is None:
             status, unescape = PROFILE_UNKNOWN, "none"
@@ -113,7 +118,7 @@ def build_frames(
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(pieces)
     sections = _sections(pieces, retrievals, prompts)
-    located, bounds = _locate_auto(prompts, joined, retrievals, pieces, in_block)
+    located, bounds = _locate_auto(prompts, joined, retrievals, pieces, in_block, block_labels)
     sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
     prompts = _assemble_prompts(prompts, pieces, joined, sections, bounds, now)
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
@@ -338,7 +343,8 @@ BOUNDS_SCHEMA = {"request_id": pl.String, "context_start": pl.Int32, "context_en
 
 
 def _locate_auto(
-    prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame, pieces: pl.DataFrame, in_block: set[str]
+    prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame, pieces: pl.DataFrame, in_block: set[str],
+    block_labels: dict[str, dict[int, str]],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each retrieved chunk sought by content: in the whole prompt (template auto; the chunks found make the
     block, returned as bounds) or inside the block a profile found (`in_block`). The regions are the sections."""
@@ -356,6 +362,12 @@ def _locate_auto(
         .select("request_id", "chunk_id", "text_normalized").iter_rows()
     ):
         chunks.setdefault(rid, []).append((chunk_id, text))
+    spans: dict[str, list] = {}  # a labelled prompt's messages: (start, end, label)
+    if block_labels:
+        for rid, message_no, start, end in (
+            pieces.filter(pl.col("request_id").is_in(list(block_labels))).select("request_id", "message_no", "start", "end").iter_rows()
+        ):
+            spans.setdefault(rid, []).append((start, end, block_labels[rid].get(message_no)))
     rows, bounds = [], []
     for rid, day in auto.iter_rows():
         text = texts.get(rid) or ""
@@ -366,7 +378,7 @@ def _locate_auto(
         else:
             found = locate_chunks(text, chunks.get(rid, []))
         for n, r in enumerate(found.regions):
-            rows.append((rid, day, n, r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
+            rows.append((rid, day, n, label_at(spans.get(rid, []), r.start) or r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
                          found.chunk_chars[r.chunk_id], r.chunk_id in found.truncated))
         if found.context is not None and rid not in in_block:
             bounds.append((rid, *found.context))
@@ -377,27 +389,36 @@ def _locate_auto(
 
 
 def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retrievals: pl.DataFrame) -> list[tuple]:
-    """A cited id that is a position ("2", "[2]", "Source 2") and no retrieved chunk's id means the chunk that the
-    prompt put at that position: the section whose header says 2 (else, with no such headers, the 2nd chunk found)."""
+    """A cited id that is no retrieved chunk's id but a label a header or document block gave a chunk (a title),
+    or a position ("2", "[2]", "Source 2"), means that chunk: the section whose header says so (else, with no
+    numbered headers, the N-th chunk found). Same rules as lib/layout._positions, for the guard."""
     retrieved = set(retrievals.select(pl.concat_str("request_id", pl.lit("\x00"), "chunk_id")).to_series().to_list())
-    refs = {}
-    headed = sections.filter(pl.col("header_ref").is_not_null() & pl.col("chunk_id").is_not_null())
-    for rid, ref, chunk_id in headed.select("request_id", "header_ref", "chunk_id").iter_rows():
+    refs: dict[tuple[str, str], str] = {}
+    found = sections.filter(pl.col("chunk_id").is_not_null()).select("request_id", "header_ref", "chunk_id")
+    numbered: set[str] = set()
+    for rid, ref, chunk_id in found.iter_rows():
+        if ref is None:
+            continue
         key = positional_ref(ref)
-        if key is not None:
+        if key is None:
+            refs.setdefault((rid, ref), chunk_id)
+        else:
+            numbered.add(rid)
+    for rid, ref, chunk_id in found.iter_rows():
+        if rid in numbered and ref is not None and (key := positional_ref(ref)) is not None:
             refs.setdefault((rid, key), chunk_id)
-    unheaded = sections.filter(pl.col("chunk_id").is_not_null()).group_by("request_id").agg(
-        has_headers=pl.col("header_ref").is_not_null().any(), chunks=pl.col("chunk_id").unique(maintain_order=True)
-    )
-    for rid, has_headers, ids in unheaded.iter_rows():
-        if not has_headers:
-            for n, chunk_id in enumerate(ids, 1):
-                refs.setdefault((rid, str(n)), chunk_id)
+    seen: dict[str, list[str]] = {}
+    for rid, _, chunk_id in found.iter_rows():
+        if rid not in numbered and chunk_id not in seen.setdefault(rid, []):
+            seen[rid].append(chunk_id)
+    for rid, ids in seen.items():
+        for n, chunk_id in enumerate(ids, 1):
+            refs.setdefault((rid, str(n)), chunk_id)
     out = []
     for row in citation_rows:
         rid, chunk_id = row[1], row[6]
         if f"{rid}\x00{chunk_id}" not in retrieved:
-            key = positional_ref(chunk_id)
+            key = chunk_id if (rid, chunk_id) in refs else positional_ref(chunk_id)
             if key is not None and (rid, key) in refs:
                 out.append((*row[:6], refs[(rid, key)], *row[7:], chunk_id))
                 continue

@@ -24,7 +24,7 @@ import polars as pl
 
 from .batch import build_frames
 from .config import Config
-from .containers import PromptDecodeError, decode_prompt
+from .containers import PromptDecodeError, decode_body
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, landing_entries, landing_root, open_entry
 from .ledger import DONE, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
 from .lines import (
@@ -450,7 +450,7 @@ def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl
     decoded: dict[int, list] = {}
     for key, rec in items:
         try:
-            decoded[key] = decode_prompt(rec.prompt, rec.prompt_encoding)
+            decoded[key] = decode_body(rec.prompt, rec.prompt_encoding).messages
         except PromptDecodeError as exc:
             rejects.append(_reject(key, Reject("prompt_undecodable", str(exc)), raw_by_key[key], rec))
     items = [(k, rec) for k, rec in items if k in decoded]

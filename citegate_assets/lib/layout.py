@@ -28,6 +28,18 @@ def auto_unescape(messages: list[tuple[str, str]], retrieved: list[dict]) -> str
     return "none" if any(e in r["text"] for r in retrieved for e in used) else "html"
 
 
+def block_label(block) -> str | None:
+    """The id a document block carries for citing it: a search result's source (what Anthropic's citations
+    of it name), else its title; a document's title, else its context, else its source."""
+    if block is None:
+        return None
+    order = (block.source, block.title, block.context) if block.kind == "search_result" else (block.title, block.context, block.source)
+    for value in order:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 def uses_block_search(profile: Profile, pieces: list[Piece], found: bool) -> bool:
     """Headers that carry no id (LlamaIndex "Source N:") or none at all (LangChain's "{page_content}"):
     the profile gives the block and the chunks are found in it by content."""
@@ -62,8 +74,12 @@ class Layout:
         return [s for s in self.sections if s.chunk_id == chunk_id]
 
 
-def prompt_layout(messages: list[tuple[str, str]], retrieved: list[dict], template: str, templates: dict[str, Profile]) -> Layout:
-    """retrieved: [{chunk_id, text, ...}] in logged order (chunk ids stripped, as ingest keeps them)."""
+def prompt_layout(
+    messages: list[tuple[str, str]], retrieved: list[dict], template: str, templates: dict[str, Profile],
+    labels: dict[int, str] | None = None,
+) -> Layout:
+    """retrieved: [{chunk_id, text, ...}] in logged order (chunk ids stripped, as ingest keeps them);
+    labels: message number -> the id its document block carries (block_label), for `auto`."""
     profile = templates.get(template)
     if template == AUTO:
         unescape = auto_unescape(messages, retrieved)
@@ -103,8 +119,10 @@ def prompt_layout(messages: list[tuple[str, str]], retrieved: list[dict], templa
         else:
             located = locate_chunks(prompt, ordered, *context)
         layout.located = located
+        spans = [(s, e, labels.get(i)) for i, (s, e) in enumerate(zip(starts, ends))] if template == AUTO and labels else []
         layout.sections = [
-            Section(n, r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end, located.chunk_chars[r.chunk_id], r.chunk_id in located.truncated)
+            Section(n, label_at(spans, r.start) or r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
+                    located.chunk_chars[r.chunk_id], r.chunk_id in located.truncated)
             for n, r in enumerate(located.regions)
         ]
     elif profile is not None:
@@ -132,11 +150,20 @@ def _profile_sections(pieces, texts, starts, ends, profile: Profile, unescape: s
     return out
 
 
+def label_at(spans: list[tuple[int, int, str | None]], at: int) -> str | None:
+    """The label of the message (start, end, label) that holds offset `at`."""
+    return next((label for s, e, label in spans if s <= at < e), None)
+
+
 def _positions(sections: list[Section]) -> dict[str, str]:
-    """What a position names, as ingest resolves it: a header's number, else the N-th chunk found."""
+    """What a cited id that is no retrieved id names, as ingest resolves it: a header's label (a document
+    block's title), a header's number, else the N-th chunk found."""
     named = [s for s in sections if s.chunk_id is not None]
     refs: dict[str, str] = {}
-    if any(s.header_ref is not None for s in named):
+    for s in named:
+        if s.header_ref is not None and positional_ref(s.header_ref) is None:
+            refs.setdefault(s.header_ref, s.chunk_id)
+    if any(s.header_ref is not None and positional_ref(s.header_ref) is not None for s in named):
         for s in named:
             key = positional_ref(s.header_ref) if s.header_ref is not None else None
             if key is not None:
@@ -146,7 +173,8 @@ def _positions(sections: list[Section]) -> dict[str, str]:
         for s in named:
             if s.chunk_id not in seen:
                 seen.append(s.chunk_id)
-        refs = {str(n): chunk_id for n, chunk_id in enumerate(seen, 1)}
+        for n, chunk_id in enumerate(seen, 1):
+            refs.setdefault(str(n), chunk_id)
     return refs
 
 
@@ -154,6 +182,8 @@ def resolve_cited_id(layout: Layout, cited: str, retrieved_ids: set[str]) -> tup
     """(the chunk id to check, the id as the answer gave it if that was a position)."""
     if cited in retrieved_ids:
         return cited, None
+    if cited in layout.positions:  # a label a header or document block gave the chunk
+        return layout.positions[cited], cited
     key = positional_ref(cited)
     if key is not None and key in layout.positions:
         return layout.positions[key], cited
