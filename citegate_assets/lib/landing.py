@@ -132,6 +132,7 @@ def days_in_landing(
     *,
     now: datetime | None = None,
     max_line_bytes: int = 32 * 1024 * 1024,
+    max_inflated_bytes: int = 4 * 1024 * 1024 * 1024,
 ) -> set[date]:
     """UTC dates of logged_at over the valid records of every log file.
 
@@ -152,16 +153,17 @@ def days_in_landing(
                 if seen and seen[0] == st.st_size and seen[1] == st.st_mtime_ns:
                     days |= seen[2]
                     continue
-                days |= _valid_days(open_stream(fh, entry.compressed), now, max_line_bytes, days)
+                bound = max_inflated_bytes if entry.compressed else None
+                days |= _valid_days(open_stream(fh, entry.compressed), now, max_line_bytes, bound, days)
         except (OutsideLanding, *READ_ERRORS, DecompressedTooLarge):
             continue  # such a file gets its reject row at ingest
     return days
 
 
-def _valid_days(stream: BinaryIO, now: datetime, max_line_bytes: int, confirmed: set[date]) -> set[date]:
+def _valid_days(stream: BinaryIO, now: datetime, max_line_bytes: int, bound: int | None, confirmed: set[date]) -> set[date]:
     found: set[date] = set()
     try:
-        for line in read_lines(stream, ReadState(), max_line_bytes=max_line_bytes, final=True):
+        for line in read_lines(stream, ReadState(), max_line_bytes=max_line_bytes, max_inflated_bytes=bound, final=True):
             if line.too_long:
                 continue
             m = _LOGGED_AT.search(line.raw)
