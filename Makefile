@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/citegate demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # two workers, a test file each: the 2 cores both busy
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
 
 ui: $(STAMP)
 	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
