@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 10))
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -30,6 +32,33 @@ def run(tmp_path, dagster_home, monkeypatch):
         return run_range(PLAN, landing=landing, warehouse=warehouse, config_file=None)
 
     return _run, warehouse
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """One successful nightly run per module, for the tests that start after one (files only are copied)."""
+    root = tmp_path_factory.mktemp("metrics-first-run")
+    generate_logs(root / "landing", days=9, requests_per_day=20, seed=3)
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
+        assert run_range(PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success
+    return root
+
+
+@pytest.fixture
+def after_a_run(first_run, run, tmp_path):
+    """`run`, with its first successful run already done (a copy of the module's)."""
+    for path in first_run.iterdir():
+        if path.name != "dagster_home":
+            target = tmp_path / path.name
+            if target.exists():
+                shutil.rmtree(target) if target.is_dir() else target.unlink()
+            (shutil.copytree if path.is_dir() else shutil.copy2)(path, target)
+    return run
 
 
 def checks(result):
@@ -71,9 +100,8 @@ def test_changed_definition_without_bump_fails_the_run_naming_the_metric(run, tm
     assert "weekly_surface_metrics" not in materialized and "published_warehouse" not in materialized
 
 
-def test_tampered_prompt_fails_the_blocking_check_naming_it(run):
-    go, warehouse = run
-    assert go().success
+def test_tampered_prompt_fails_the_blocking_check_naming_it(after_a_run):
+    go, warehouse = after_a_run  # one run done
     with connect(warehouse) as con:
         [(rid,)] = con.sql("select request_id from prompts order by request_id limit 1").fetchall()
         con.execute("update prompts set prompt_raw = prompt_raw || ' ' where request_id = $r", {"r": rid})
@@ -83,9 +111,8 @@ def test_tampered_prompt_fails_the_blocking_check_naming_it(run):
     assert not check.passed and rid in check.description
 
 
-def test_deleted_prompts_fail_the_blocking_check(run):
-    go, warehouse = run
-    assert go().success
+def test_deleted_prompts_fail_the_blocking_check(after_a_run):
+    go, warehouse = after_a_run  # one run done
     with connect(warehouse) as con:
         con.execute("delete from prompts where request_id in (select request_id from prompts order by 1 limit 2)")
     result = go()
@@ -94,9 +121,8 @@ def test_deleted_prompts_fail_the_blocking_check(run):
     assert not check.passed and "stored prompts went down" in check.description
 
 
-def test_analyst_session_on_the_published_copy_never_blocks_the_nightly_run(run, tmp_path):
-    go, warehouse = run
-    assert go().success
+def test_analyst_session_on_the_published_copy_never_blocks_the_nightly_run(after_a_run, tmp_path):
+    go, warehouse = after_a_run  # one run done
     published = warehouse.with_name("w.published.duckdb")
     ready = tmp_path / "ready"
     analyst = subprocess.Popen(
@@ -139,9 +165,8 @@ def test_analyst_session_on_the_published_copy_never_blocks_the_nightly_run(run,
         assert con.sql("select count(*) from weekly_surface_metrics").fetchall()[0][0] > 0
 
 
-def test_metrics_and_trace_commands(run, capsys):
-    go, warehouse = run
-    assert go().success
+def test_metrics_and_trace_commands(after_a_run, capsys):
+    go, warehouse = after_a_run  # one run done
     assert main(["metrics", "--weeks", "2"]) == 0
     out = capsys.readouterr().out
     for metric in ("provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate"):
