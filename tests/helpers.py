@@ -114,3 +114,34 @@ def write_jsonl(path, records: list, *, raw_lines: list[str] | None = None) -> N
     lines = [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in records]
     lines += raw_lines or []
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_once(root, plan) -> None:
+    """A nightly run of root/landing into root/w.duckdb with its own Dagster home: shared by a module's tests."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    from citegate_assets.pipeline import run_range
+
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
+        assert run_range(plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success
+
+
+def copy_run(root, target) -> None:
+    """The files a run_once wrote (not its Dagster home), copied over a test's own folder."""
+    import shutil
+
+    for path in root.iterdir():
+        if path.name == "dagster_home":
+            continue
+        dest = target / path.name
+        if dest.exists():
+            shutil.rmtree(dest) if dest.is_dir() else dest.unlink()
+        (shutil.copytree if path.is_dir() else shutil.copy2)(path, dest)

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 from datetime import date
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import copy_run, run_once
+
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 10))
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -39,25 +39,14 @@ def first_run(tmp_path_factory):
     """One successful nightly run per module, for the tests that start after one (files only are copied)."""
     root = tmp_path_factory.mktemp("metrics-first-run")
     generate_logs(root / "landing", days=9, requests_per_day=20, seed=3)
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DAGSTER_HOME", str(home))
-        mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
-        assert run_range(PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success
+    run_once(root, PLAN)
     return root
 
 
 @pytest.fixture
 def after_a_run(first_run, run, tmp_path):
     """`run`, with its first successful run already done (a copy of the module's)."""
-    for path in first_run.iterdir():
-        if path.name != "dagster_home":
-            target = tmp_path / path.name
-            if target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            (shutil.copytree if path.is_dir() else shutil.copy2)(path, target)
+    copy_run(first_run, tmp_path)
     return run
 
 

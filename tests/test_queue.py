@@ -2,9 +2,7 @@
 and reviewer outcomes that round-trip through the append-only log into statuses and calibration."""
 
 import json
-import shutil
 from datetime import date
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -15,31 +13,23 @@ from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import copy_run, run_once
+
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 3))
-PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The pipeline run once per module; each test gets its own copy of what it wrote (files only)."""
     root = tmp_path_factory.mktemp("queue-demo")
-    landing = root / "landing"
-    generate_logs(landing, days=2, requests_per_day=60, seed=5, truth_path=root / "truth.jsonl")
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DAGSTER_HOME", str(home))
-        mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
-        assert run_range(PLAN, landing=landing, warehouse=root / "w.duckdb", config_file=None).success
+    generate_logs(root / "landing", days=2, requests_per_day=60, seed=5, truth_path=root / "truth.jsonl")
+    run_once(root, PLAN)
     return root
 
 
 @pytest.fixture
 def demo(built, tmp_path, dagster_home, monkeypatch):
-    for path in built.iterdir():
-        if path.name != "dagster_home":
-            (shutil.copytree if path.is_dir() else shutil.copy2)(path, tmp_path / path.name)
+    copy_run(built, tmp_path)
     landing, warehouse = tmp_path / "landing", tmp_path / "w.duckdb"
     monkeypatch.setenv("CITEGATE_REVIEWS", str(tmp_path / "reviews"))
     monkeypatch.setenv("CITEGATE_WAREHOUSE", str(warehouse))
