@@ -28,7 +28,10 @@ stakes = "off"
 def stage(name: str, **args) -> dict:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.stages", name, json.dumps(args, default=str)],
-        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     if out.returncode != 0:
         raise RuntimeError(f"stage {name} failed:\n{out.stderr[-3000:]}")
@@ -36,7 +39,11 @@ def stage(name: str, **args) -> dict:
 
 
 def generate(landing: Path, requests: int, prompt_kb: int, seed: int = 1) -> None:
-    if landing.exists() and (landing / ".requests").exists() and (landing / ".requests").read_text() == f"{requests}:{prompt_kb}:{seed}":
+    if (
+        landing.exists()
+        and (landing / ".requests").exists()
+        and (landing / ".requests").read_text() == f"{requests}:{prompt_kb}:{seed}"
+    ):
         return
     shutil.rmtree(landing, ignore_errors=True)
     from citegate_assets.lib.loggen import generate_logs
@@ -73,13 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     config.write_text(JUDGE_OFF_CONFIG)
     landing = work / f"landing-{a.requests}"
     started = time.time()
-    print(f"citegate bench: {a.requests:,} requests/day, ~{a.prompt_kb} KB prompts, {a.repeats} repeats; {os.cpu_count()} cores")
+    print(
+        f"citegate bench: {a.requests:,} requests/day, ~{a.prompt_kb} KB prompts, {a.repeats} repeats; {os.cpu_count()} cores"
+    )
     generate(landing, a.requests, a.prompt_kb)
     results: dict[str, list[dict]] = {}
 
     print("  ingest + normalization …", flush=True)
     for _i in range(a.repeats):
-        results.setdefault("ingest", []).append(stage("ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config))
+        results.setdefault("ingest", []).append(
+            stage("ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config)
+        )
     warehouse = work / "ingest.duckdb"
     print("  provenance gate, bare scan, reference …", flush=True)
     for _i in range(a.repeats):
@@ -93,19 +104,38 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     for _i in range(max(1, a.repeats - 1)):
         results.setdefault("nightly", []).append(
-            stage("nightly", warehouse=fresh(work / "nightly.duckdb"), landing=landing, config=config, day=DAY, dagster_home=home)
+            stage(
+                "nightly",
+                warehouse=fresh(work / "nightly.duckdb"),
+                landing=landing,
+                config=config,
+                day=DAY,
+                dagster_home=home,
+            )
         )
 
     print("  judge runner against a local server with 200 ms latency …", flush=True)
     for _i in range(a.repeats):
         results.setdefault("judge", []).append(
-            stage("judge", warehouse=fresh(work / "judge.duckdb"), calls=1600 if not a.quick else 320, latency_s=0.2, concurrency=32)
+            stage(
+                "judge",
+                warehouse=fresh(work / "judge.duckdb"),
+                calls=1600 if not a.quick else 320,
+                latency_s=0.2,
+                concurrency=32,
+            )
         )
 
     print("  5,000 one-line files …", flush=True)
     for _i in range(a.repeats):
         results.setdefault("small_files", []).append(
-            stage("small_files", warehouse=fresh(work / "small.duckdb"), landing=work / "landing-5000-files", files=5000, config=config)
+            stage(
+                "small_files",
+                warehouse=fresh(work / "small.duckdb"),
+                landing=work / "landing-5000-files",
+                files=5000,
+                config=config,
+            )
         )
 
     print("  call-time guard, 10,000 calls …", flush=True)
@@ -141,27 +171,83 @@ def render(a, r, growth, elapsed) -> str:
     ok = lambda cond: "MET" if cond else "MISSED"  # noqa: E731
     rows = [
         ("provenance gate (citations/s)", spread(prov), "", ""),
-        ("  reference: seed's way, whole prompt normalized per citation (citations/s)", f"{ref['citations_per_s']:,.1f} on {ref['citations']} sampled", "", ""),
+        (
+            "  reference: seed's way, whole prompt normalized per citation (citations/s)",
+            f"{ref['citations_per_s']:,.1f} on {ref['citations']} sampled",
+            "",
+            "",
+        ),
         ("  bare scan: spans searched in normalized prompts, nothing else (citations/s)", spread(bare), "", ""),
         ("  gate / reference", f"{ratio_ref:,.1f}x", ">= 25x", ok(ratio_ref >= 25)),
         ("  bare scan / gate", f"{ratio_bare:,.2f}x", "<= 3x", ok(ratio_bare <= 3)),
-        ("  verdicts: gate vs reference on the sample", f"{ref['verdict_mismatches']} mismatches", "0", ok(ref["verdict_mismatches"] == 0)),
+        (
+            "  verdicts: gate vs reference on the sample",
+            f"{ref['verdict_mismatches']} mismatches",
+            "0",
+            ok(ref["verdict_mismatches"] == 0),
+        ),
         ("ingest + normalization (MB of raw prompt/s)", spread(ing), ">= 100 MB/s", ok(statistics.median(ing) >= 100)),
         ("  ingest peak RSS (MB)", spread([x["peak_rss_mb"] for x in r["ingest"]]), "", ""),
-        (f"nightly run, one day of {a.requests:,} requests, judge off (s)", spread(nightly_s) + ("" if all(x["success"] for x in r["nightly"]) else " RUN FAILED"), "< 600 s", ok(statistics.median(nightly_s) < 600 and all(x["success"] for x in r["nightly"]))),
+        (
+            f"nightly run, one day of {a.requests:,} requests, judge off (s)",
+            spread(nightly_s) + ("" if all(x["success"] for x in r["nightly"]) else " RUN FAILED"),
+            "< 600 s",
+            ok(statistics.median(nightly_s) < 600 and all(x["success"] for x in r["nightly"])),
+        ),
         ("  nightly peak RSS (MB)", spread(nightly_rss), "< 6144 MB", ok(max(nightly_rss) < 6144)),
-        (f"judge runner, 200 ms latency, concurrency 32 (calls/s; ideal {ideal:.0f})", spread(judge), f">= {0.8 * ideal:.0f} (80%)", ok(statistics.median(judge) >= 0.8 * ideal)),
-        ("  judge re-run: calls made", str(max(x["rerun_calls"] for x in r["judge"])), "0", ok(all(x["rerun_calls"] == 0 for x in r["judge"]))),
-        ("5,000 one-line files, ingest (s)", spread([x["seconds"] for x in r["small_files"]]), "< 30 s", ok(statistics.median([x["seconds"] for x in r["small_files"]]) < 30 and all(x["records"] == 5000 for x in r["small_files"]))),
-        ("  re-run of the same folder (s; lines read)", spread([x["rerun_seconds"] for x in r["small_files"]]) + f"; {max(x['rerun_lines'] for x in r['small_files'])} lines", "0 lines", ok(all(x["rerun_lines"] == 0 for x in r["small_files"]))),
-        ("guard: check_prompt + check_citations, 15 KB prompt, 8 chunks, 3 citations: p50 (ms)", spread([x["p50_ms"] for x in r["guard"]]), "", ""),
-        ("  guard p99 (ms)", spread([x["p99_ms"] for x in r["guard"]]), "< 2 ms", ok(statistics.median([x["p99_ms"] for x in r["guard"]]) < 2)),
-        ("peak RSS of ingest at 1x / 2x / 4x landing file (MB)", " / ".join(f"{v:,.0f}" for v in rss), "flat (4x <= 1.5 x 1x)", ok(rss[2] <= 1.5 * rss[0])),
+        (
+            f"judge runner, 200 ms latency, concurrency 32 (calls/s; ideal {ideal:.0f})",
+            spread(judge),
+            f">= {0.8 * ideal:.0f} (80%)",
+            ok(statistics.median(judge) >= 0.8 * ideal),
+        ),
+        (
+            "  judge re-run: calls made",
+            str(max(x["rerun_calls"] for x in r["judge"])),
+            "0",
+            ok(all(x["rerun_calls"] == 0 for x in r["judge"])),
+        ),
+        (
+            "5,000 one-line files, ingest (s)",
+            spread([x["seconds"] for x in r["small_files"]]),
+            "< 30 s",
+            ok(
+                statistics.median([x["seconds"] for x in r["small_files"]]) < 30
+                and all(x["records"] == 5000 for x in r["small_files"])
+            ),
+        ),
+        (
+            "  re-run of the same folder (s; lines read)",
+            spread([x["rerun_seconds"] for x in r["small_files"]])
+            + f"; {max(x['rerun_lines'] for x in r['small_files'])} lines",
+            "0 lines",
+            ok(all(x["rerun_lines"] == 0 for x in r["small_files"])),
+        ),
+        (
+            "guard: check_prompt + check_citations, 15 KB prompt, 8 chunks, 3 citations: p50 (ms)",
+            spread([x["p50_ms"] for x in r["guard"]]),
+            "",
+            "",
+        ),
+        (
+            "  guard p99 (ms)",
+            spread([x["p99_ms"] for x in r["guard"]]),
+            "< 2 ms",
+            ok(statistics.median([x["p99_ms"] for x in r["guard"]]) < 2),
+        ),
+        (
+            "peak RSS of ingest at 1x / 2x / 4x landing file (MB)",
+            " / ".join(f"{v:,.0f}" for v in rss),
+            "flat (4x <= 1.5 x 1x)",
+            ok(rss[2] <= 1.5 * rss[0]),
+        ),
     ]
     width = max(len(x[0]) for x in rows) + 2
     lines = [f"\n{'figure':<{width}}{'measured (median, min, max)':<52}{'target':<24}", "-" * (width + 90)]
     lines += [f"{n:<{width}}{v:<52}{t:<24}{s}" for n, v, t, s in rows]
-    lines.append(f"\n{os.cpu_count()} cores; bench took {elapsed / 60:.1f} min; raw figures in {a.work / 'results.json'}")
+    lines.append(
+        f"\n{os.cpu_count()} cores; bench took {elapsed / 60:.1f} min; raw figures in {a.work / 'results.json'}"
+    )
     return "\n".join(lines)
 
 

@@ -112,7 +112,11 @@ def nightly(args: dict) -> dict:
     day = date.fromisoformat(args["day"])
     t0 = time.perf_counter()
     result = run_range(
-        RunPlan(day, day), landing=Path(args["landing"]), warehouse=Path(args["warehouse"]), config_file=Path(args["config"]), log_level="ERROR"
+        RunPlan(day, day),
+        landing=Path(args["landing"]),
+        warehouse=Path(args["warehouse"]),
+        config_file=Path(args["config"]),
+        log_level="ERROR",
     )
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "success": result.success, "peak_rss_mb": peak_rss_mb()}
@@ -130,7 +134,13 @@ def judge(args: dict) -> dict:
     from tests.judge_server import Reply, ScriptedJudgeServer
 
     n, latency, concurrency = args["calls"], args["latency_s"], args["concurrency"]
-    items = pl.DataFrame({"item_id": [f"i{i}" for i in range(n)], "passage": [f"Passage {i}." for i in range(n)], "claim": [f"Claim {i}." for i in range(n)]})
+    items = pl.DataFrame(
+        {
+            "item_id": [f"i{i}" for i in range(n)],
+            "passage": [f"Passage {i}." for i in range(n)],
+            "claim": [f"Claim {i}." for i in range(n)],
+        }
+    )
 
     @contextmanager
     def connect_db():
@@ -139,7 +149,9 @@ def judge(args: dict) -> dict:
             yield con
 
     with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=latency)) as server:
-        judge_ = OpenAIJudge(JudgeSettings(base_url=server.base_url, model="bench-judge", concurrency=concurrency, timeout_s=30))
+        judge_ = OpenAIJudge(
+            JudgeSettings(base_url=server.base_url, model="bench-judge", concurrency=concurrency, timeout_s=30)
+        )
         t0 = time.perf_counter()
         _, facts = judge_items(connect_db, items, judge_, {})
         seconds = time.perf_counter() - t0
@@ -182,8 +194,14 @@ def small_files(args: dict) -> dict:
         t1 = time.perf_counter()
         again = ingest_landing(con, landing, config, final=True)
         rerun = time.perf_counter() - t1
-    return {"seconds": seconds, "files": summary.files_seen, "records": summary.records_ingested,
-            "rerun_seconds": rerun, "rerun_lines": again.lines_read, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "seconds": seconds,
+        "files": summary.files_seen,
+        "records": summary.records_ingested,
+        "rerun_seconds": rerun,
+        "rerun_lines": again.lines_read,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def guard(args: dict) -> dict:
@@ -192,11 +210,23 @@ def guard(args: dict) -> dict:
 
     rng = random.Random(3)
     words = "refund invoice plan seat region audit backup retention encryption policy support tier month annual".split()
-    chunks = [{"chunk_id": f"kb-{i}#c1", "rank": i + 1, "text": " ".join(rng.choice(words) for _ in range(300)) + f" Fact {i}: {i * 7}% of seats."}
-              for i in range(8)]
-    prompt = ("You answer from the context only.\n\nContext:\n" + "\n".join(f"[{c['chunk_id']}] {c['text']}" for c in chunks)
-              + "\n\nQuestion: what share of seats?\nAnswer:")
-    cites = [{"chunk_id": f"kb-{i}#c1", "span": f"Fact {i}: {i * 7}% of seats.", "claim": f"{i * 7}% of seats."} for i in (1, 4, 6)]
+    chunks = [
+        {
+            "chunk_id": f"kb-{i}#c1",
+            "rank": i + 1,
+            "text": " ".join(rng.choice(words) for _ in range(300)) + f" Fact {i}: {i * 7}% of seats.",
+        }
+        for i in range(8)
+    ]
+    prompt = (
+        "You answer from the context only.\n\nContext:\n"
+        + "\n".join(f"[{c['chunk_id']}] {c['text']}" for c in chunks)
+        + "\n\nQuestion: what share of seats?\nAnswer:"
+    )
+    cites = [
+        {"chunk_id": f"kb-{i}#c1", "span": f"Fact {i}: {i * 7}% of seats.", "claim": f"{i * 7}% of seats."}
+        for i in (1, 4, 6)
+    ]
     calls = int(args.get("calls", 10_000))
     times = []
     for n in range(calls):
@@ -207,8 +237,13 @@ def guard(args: dict) -> dict:
         times.append(time.perf_counter() - t0)
     assert result.ok, result.failures
     times.sort()
-    return {"prompt_kb": len(prompt.encode()) / 1024, "calls": calls, "p50_ms": times[len(times) // 2] * 1e3,
-            "p99_ms": times[int(len(times) * 0.99)] * 1e3, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "prompt_kb": len(prompt.encode()) / 1024,
+        "calls": calls,
+        "p50_ms": times[len(times) // 2] * 1e3,
+        "p99_ms": times[int(len(times) * 0.99)] * 1e3,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge, small_files, guard)}

@@ -31,7 +31,11 @@ def _path_flags(parser: argparse.ArgumentParser, *names: str, notes: dict | None
         default = "./citegate.toml if present" if name == "config" else where.DEFAULTS[name]
         text = (notes or {}).get(name) or _PATH_HELP[name]
         parser.add_argument(
-            where.FLAGS[name], type=Path, default=None, dest=name, metavar="PATH",
+            where.FLAGS[name],
+            type=Path,
+            default=None,
+            dest=name,
+            metavar="PATH",
             help=f"{text} (default: ${where.ENV[name]}{config_key}, else {default})".replace("%", "%%"),
         )
 
@@ -61,13 +65,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="citegate", description="Audit RAG citations against the prompts that were really sent.")
+    p = argparse.ArgumentParser(
+        prog="citegate", description="Audit RAG citations against the prompts that were really sent."
+    )
     sub = p.add_subparsers(title="commands")
 
     demo = sub.add_parser("demo", help="generate realistic sample logs and run the whole pipeline on them")
-    _path_flags(demo, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home",
-                notes={"landing": "landing folder to write", "labels": "hand labels (when no flag, variable or config file names "
-                       "them: the 224 demo labels shipped in the package)"})
+    _path_flags(
+        demo,
+        "landing",
+        "warehouse",
+        "config",
+        "published",
+        "reviews",
+        "labels",
+        "dagster_home",
+        notes={
+            "landing": "landing folder to write",
+            "labels": "hand labels (when no flag, variable or config file names "
+            "them: the 224 demo labels shipped in the package)",
+        },
+    )
     demo.add_argument("--requests-per-day", type=int, default=300)
     demo.add_argument("--days", type=int, default=14)
     demo.add_argument("--seed", type=int, default=7)
@@ -84,62 +102,128 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--no-malformed", action="store_true", help="write only valid lines")
     gen.set_defaults(func=cmd_gen_logs)
 
-    run = sub.add_parser("run", help="materialize every daily partition of the landing folder (what the nightly schedule does)")
-    _path_flags(run, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home",
-                notes={"warehouse": "DuckDB file to write (created if missing)"})
-    run.add_argument("--start", type=date.fromisoformat, default=None, help="first day to run, YYYY-MM-DD (default: first day in the logs)")
-    run.add_argument("--end", type=date.fromisoformat, default=None, help="last day to run, inclusive (default: last complete day in the logs)")
+    run = sub.add_parser(
+        "run", help="materialize every daily partition of the landing folder (what the nightly schedule does)"
+    )
+    _path_flags(
+        run,
+        "landing",
+        "warehouse",
+        "config",
+        "published",
+        "reviews",
+        "labels",
+        "dagster_home",
+        notes={"warehouse": "DuckDB file to write (created if missing)"},
+    )
+    run.add_argument(
+        "--start",
+        type=date.fromisoformat,
+        default=None,
+        help="first day to run, YYYY-MM-DD (default: first day in the logs)",
+    )
+    run.add_argument(
+        "--end",
+        type=date.fromisoformat,
+        default=None,
+        help="last day to run, inclusive (default: last complete day in the logs)",
+    )
     run.add_argument("--quiet", action="store_true", help="print only the summary")
-    run.add_argument("--final", action="store_true",
-                     help="every landing file is finished: read an unterminated last line too (default: hold it back "
-                          "until the file has not changed for [ingest].settle_seconds)")
-    run.add_argument("--wait", type=float, default=0.0, help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)")
+    run.add_argument(
+        "--final",
+        action="store_true",
+        help="every landing file is finished: read an unterminated last line too (default: hold it back "
+        "until the file has not changed for [ingest].settle_seconds)",
+    )
+    run.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)",
+    )
     run.set_defaults(func=cmd_run)
 
-    cal = sub.add_parser("calibrate", help="run the configured judge on the hand labels, print its false pass rate and "
-                         "publish the copy readers open")
+    cal = sub.add_parser(
+        "calibrate",
+        help="run the configured judge on the hand labels, print its false pass rate and publish the copy readers open",
+    )
     _path_flags(cal, "labels", "warehouse", "config", "published", "dagster_home")
     cal.add_argument("--quiet", action="store_true", help="print only the report (no Dagster log lines)")
-    cal.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                     help="Dagster's console log level (default WARNING: warnings and errors only)")
+    cal.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="Dagster's console log level (default WARNING: warnings and errors only)",
+    )
     cal.set_defaults(func=cmd_calibrate)
 
-    queue = sub.add_parser("queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)")
+    queue = sub.add_parser(
+        "queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)"
+    )
     queue.add_argument("action", nargs="?", choices=["show"], help="show one entry with the prompt around its span")
     queue.add_argument("citation_id", nargs="?", help="with `show`: the entry's citation id")
     queue.add_argument("--reason", default=None, help="only this reason (e.g. span_truncated, support_partial)")
     queue.add_argument("--surface", default=None, help="only this surface")
-    queue.add_argument("--status", default=None, choices=["open", "accepted", "repaired", "escalated"], help="only entries with this status")
+    queue.add_argument(
+        "--status",
+        default=None,
+        choices=["open", "accepted", "repaired", "escalated"],
+        help="only entries with this status",
+    )
     queue.add_argument("--limit", type=int, default=3, help="entries shown per reason group (default 3)")
-    _path_flags(queue, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
+    _path_flags(
+        queue, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"}
+    )
     queue.set_defaults(func=cmd_queue)
 
     review = sub.add_parser("review", help="record a decision on a queue entry (appends to the reviews log)")
     review.add_argument("citation_id")
-    review.add_argument("outcome", help="accept (the gate was too strict) | repair (fix the answer) | escalate (fix the cause)")
+    review.add_argument(
+        "outcome", help="accept (the gate was too strict) | repair (fix the answer) | escalate (fix the cause)"
+    )
     review.add_argument("--cause", default=None, help="escalate: chunking | truncation | ranking | other")
     review.add_argument("--note", default=None)
     review.add_argument("--reviewer", default=None, help="default: $CITEGATE_REVIEWER, else your user name")
-    _path_flags(review, "warehouse", "published", "config", "reviews",
-                notes={"warehouse": "the working DuckDB file (its published copy is read; its reviews log is written)"})
+    _path_flags(
+        review,
+        "warehouse",
+        "published",
+        "config",
+        "reviews",
+        notes={"warehouse": "the working DuckDB file (its published copy is read; its reviews log is written)"},
+    )
     review.set_defaults(func=cmd_review)
 
     metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
     metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
-    _path_flags(metrics, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
-    metrics.add_argument("--lock", action="store_true", help="pin new metric definition versions in sql/metrics/metrics.lock.json (source checkout only)")
+    _path_flags(
+        metrics, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"}
+    )
+    metrics.add_argument(
+        "--lock",
+        action="store_true",
+        help="pin new metric definition versions in sql/metrics/metrics.lock.json (source checkout only)",
+    )
     metrics.set_defaults(func=cmd_metrics)
 
     trace = sub.add_parser("trace", help="from one metric cell to the citations and prompts behind it")
     trace.add_argument("--metric", required=True)
     trace.add_argument("--surface", required=True)
-    trace.add_argument("--week", required=True, type=date.fromisoformat, help="any date of the ISO week (weeks start on Monday)")
-    trace.add_argument("--breakdown", default=None, help="for a breakdown metric: the chunking strategy, rank, reason or judge model")
+    trace.add_argument(
+        "--week", required=True, type=date.fromisoformat, help="any date of the ISO week (weeks start on Monday)"
+    )
+    trace.add_argument(
+        "--breakdown", default=None, help="for a breakdown metric: the chunking strategy, rank, reason or judge model"
+    )
     trace.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
-    _path_flags(trace, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"})
+    _path_flags(
+        trace, "warehouse", "published", notes={"warehouse": "the working DuckDB file, whose published copy is read"}
+    )
     trace.set_defaults(func=cmd_trace)
 
-    doctor = sub.add_parser("doctor", help="does each surface's template fit its prompts? (reads the logs only, no warehouse)")
+    doctor = sub.add_parser(
+        "doctor", help="does each surface's template fit its prompts? (reads the logs only, no warehouse)"
+    )
     _path_flags(doctor, "landing", "config")
     doctor.add_argument("--limit", type=int, default=1000, help="records examined per surface (default 1000; 0: all)")
     doctor.set_defaults(func=cmd_doctor)
@@ -186,7 +270,9 @@ def cmd_demo(args) -> int:
 
     settings = _settings(args)
     if settings.kind("labels") == "default":  # no flag, variable or config key: the demo's own labels
-        settings = settings.with_value("labels", where.demo_labels(), "demo", "the demo's labels, shipped in the package")
+        settings = settings.with_value(
+            "labels", where.demo_labels(), "demo", "the demo's labels, shipped in the package"
+        )
     truth = settings.landing.parent / "demo-truth.jsonl"
     print(f"1/2 generating {args.days} days x {args.requests_per_day} requests of sample logs into {settings.landing}")
     summary = generate_logs(
@@ -275,8 +361,12 @@ def cmd_calibrate(args) -> int:
     print(calibration_report(settings.warehouse))
     # run_calibration's last step published the copy (readers open only that one), as the nightly run's does
     print()
-    print(safe(f"published {settings.published}  ({settings.sources['published'][1]}): queue, metrics, trace and "
-               "review now read this calibration"))
+    print(
+        safe(
+            f"published {settings.published}  ({settings.sources['published'][1]}): queue, metrics, trace and "
+            "review now read this calibration"
+        )
+    )
     return 0
 
 
@@ -367,26 +457,38 @@ def _no_cell(con, args, week) -> ValueError:
         return ValueError(f"{safe(args.metric)} has no breakdowns: drop --breakdown {quote(args.breakdown)}")
     if args.breakdown is None:
         return ValueError(f"{safe(args.metric)} is a breakdown metric: give --breakdown, one of (for {cell}): {values}")
-    return ValueError(f"no breakdown {quote(args.breakdown)} of {safe(args.metric)} for {cell}; its breakdowns: {values}")
+    return ValueError(
+        f"no breakdown {quote(args.breakdown)} of {safe(args.metric)} for {cell}; its breakdowns: {values}"
+    )
 
 
 def cmd_trace(args) -> int:
     from citegate_assets.lib.warehouse import connect, query
 
     week = args.week - timedelta(days=args.week.weekday())  # the Monday of that ISO week
-    params = {"metric": args.metric, "surface": args.surface, "week": week, "breakdown": args.breakdown, "limit": args.limit}
+    params = {
+        "metric": args.metric,
+        "surface": args.surface,
+        "week": week,
+        "breakdown": args.breakdown,
+        "limit": args.limit,
+    }
     with connect(_readable(args), read_only=True) as con:
         rel = query(con, "metric_tables/trace_cell", params)
         cells = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
         if not cells:
             raise _no_cell(con, args, week)
         cell = cells[0]
-        [totals] = [dict(zip(r.columns, v)) for r in [query(con, "metric_tables/trace_totals", params)] for v in r.fetchall()]
+        [totals] = [
+            dict(zip(r.columns, v)) for r in [query(con, "metric_tables/trace_totals", params)] for v in r.fetchall()
+        ]
         rel = query(con, "metric_tables/trace_rows", params)
         rows = rel.limit(max(args.limit, 0)).fetchall()
     value = "NULL" if cell["value"] is None else f"{cell['value']:.4f}"
-    print(f"{safe(cell['metric'])} v{cell['definition_version']}  surface={ident(cell['surface'])}  week of {cell['week_start']}"
-          + (f"  breakdown={ident(args.breakdown)}" if args.breakdown else ""))
+    print(
+        f"{safe(cell['metric'])} v{cell['definition_version']}  surface={ident(cell['surface'])}  week of {cell['week_start']}"
+        + (f"  breakdown={ident(args.breakdown)}" if args.breakdown else "")
+    )
     if cell["denominator"] is None:  # a count: the value is the numerator
         print(f"  value {_num(cell['value'])}: a count (numerator {_num(cell['numerator'])}, no denominator)")
     else:
@@ -394,14 +496,18 @@ def cmd_trace(args) -> int:
     print(f"  numerator:   {safe(cell['numerator_words'])}")
     print(f"  denominator: {safe(cell['denominator_words'])}")
     rows_are = "rows" if cell["denominator"] is None else "citations in the denominator,"
-    print(f"  behind it: {totals['denominator_rows']} {rows_are} from {totals['prompts']} prompts; "
-          f"{totals['numerator_rows']} count toward the numerator (sum of weights {_num(totals['numerator_sum'])})")
+    print(
+        f"  behind it: {totals['denominator_rows']} {rows_are} from {totals['prompts']} prompts; "
+        f"{totals['numerator_rows']} count toward the numerator (sum of weights {_num(totals['numerator_sum'])})"
+    )
     cw = max([28, *(len(ident(r[0])) + 2 for r in rows)])  # ids are shown escaped, so as wide as they print
     rw = max([24, *(len(ident(r[1])) + 2 for r in rows)])
     print(f"\n  {'citation_id':<{cw}}{'weight':>8}  {'request_id':<{rw}}{'prompt sha256':<18}log")
     for citation_id, request_id, weight, sha, source_file, source_line, _ in rows:
         w = "NULL" if weight is None else f"{weight:.3f}".rstrip("0").rstrip(".")
-        print(f"  {ident(citation_id):<{cw}}{w:>8}  {ident(request_id):<{rw}}{safe(sha[:16]):<18}{safe(source_file)}:{source_line}")
+        print(
+            f"  {ident(citation_id):<{cw}}{w:>8}  {ident(request_id):<{rw}}{safe(sha[:16]):<18}{safe(source_file)}:{source_line}"
+        )
     if totals["denominator_rows"] > len(rows):
         print(f"  … {totals['denominator_rows'] - len(rows)} more (--limit N)")
     return 0
@@ -418,15 +524,25 @@ def cmd_queue(args) -> int:
             rel = query(con, "review/queue_entry", {"citation_id": args.citation_id})  # the id exactly as typed
             rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
             if not rows:
-                raise ValueError(f"no queue entry {quote(args.citation_id)}: it passes both gates, or it is not in this "
-                                 f"warehouse{_did_you_mean(con, args.citation_id)}")
+                raise ValueError(
+                    f"no queue entry {quote(args.citation_id)}: it passes both gates, or it is not in this "
+                    f"warehouse{_did_you_mean(con, args.citation_id)}"
+                )
             entry = rows[0]
             start, end = entry["found_start"], entry["found_end"]
             where = "where the span was found"
             if start is None and entry["section_start"] is not None:
-                start, end, where = entry["section_start"], entry["section_end"], "the cited chunk's section (the span is not in it)"
+                start, end, where = (
+                    entry["section_start"],
+                    entry["section_end"],
+                    "the cited chunk's section (the span is not in it)",
+                )
             elif start is None:
-                start, end, where = entry["context_start"], entry["context_end"], "the context block (the cited chunk is not in it)"
+                start, end, where = (
+                    entry["context_start"],
+                    entry["context_end"],
+                    "the context block (the cited chunk is not in it)",
+                )
             print(render_entry(entry, passage_chars=4000))
             if start is None:  # the context block was not found: show what the profile looked for, and the prompt
                 print()
@@ -448,22 +564,31 @@ def cmd_review(args) -> int:
     from citegate_assets.lib.reviews import append_review, make_review
     from citegate_assets.lib.warehouse import connect
 
-    fields = dict(citation_id=args.citation_id, outcome=args.outcome, cause=args.cause, note=args.note, reviewer=args.reviewer)
-    make_review(**fields, queue_reason="-", claim="-", passage=None)  # refuse a bad outcome or cause before anything else
+    fields = dict(
+        citation_id=args.citation_id, outcome=args.outcome, cause=args.cause, note=args.note, reviewer=args.reviewer
+    )
+    make_review(
+        **fields, queue_reason="-", claim="-", passage=None
+    )  # refuse a bad outcome or cause before anything else
     settings = _settings(args)
     _load_config(settings)
     with connect(_readable(args), read_only=True) as con:
         rows = con.sql(
-            "select reason, claim, passage, status from citation_queue where citation_id = $id", params={"id": args.citation_id}
+            "select reason, claim, passage, status from citation_queue where citation_id = $id",
+            params={"id": args.citation_id},
         ).fetchall()
         hint = _did_you_mean(con, args.citation_id) if not rows else ""
     if not rows:
-        raise ValueError(f"no queue entry {quote(args.citation_id)}: see `citegate queue` for the entries (nothing was "
-                         f"written){hint}")
+        raise ValueError(
+            f"no queue entry {quote(args.citation_id)}: see `citegate queue` for the entries (nothing was "
+            f"written){hint}"
+        )
     reason, claim, passage, status = rows[0]
     review = make_review(**fields, queue_reason=reason, claim=claim, passage=passage)
     if review.citation_id != args.citation_id:  # the id looked up is the id recorded, never altered
-        raise RuntimeError(f"the review would record {quote(review.citation_id)}, not {quote(args.citation_id)}: nothing was written")
+        raise RuntimeError(
+            f"the review would record {quote(review.citation_id)}, not {quote(args.citation_id)}: nothing was written"
+        )
     # the same resolution the run uses (lib/settings.py), so the next run of this warehouse reads it
     path = append_review(settings.reviews, review)
     print(
@@ -480,13 +605,21 @@ def _did_you_mean(con, typed: str) -> str:
     core = typed.strip()
     if not core:
         return ""
-    near = [cid for (cid,) in con.sql(
-        "select citation_id from citation_queue where contains(citation_id, $core) order by citation_id limit 200",
-        params={"core": core},
-    ).fetchall() if cid != typed and cid.strip() == core][:5]
+    near = [
+        cid
+        for (cid,) in con.sql(
+            "select citation_id from citation_queue where contains(citation_id, $core) order by citation_id limit 200",
+            params={"core": core},
+        ).fetchall()
+        if cid != typed and cid.strip() == core
+    ][:5]
     if not near:
         return ""
-    return "; did you mean " + " or ".join(quote(cid) for cid in near) + "? (ids are used exactly as typed, blanks included)"
+    return (
+        "; did you mean "
+        + " or ".join(quote(cid) for cid in near)
+        + "? (ids are used exactly as typed, blanks included)"
+    )
 
 
 def _profile_for(args, template: str | None):
@@ -529,19 +662,26 @@ def _print_failure(result) -> None:
     for event in result.all_events:
         if event.is_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
-            if error is not None and (event.step_key is not None or not printed):  # the run's failure repeats its step's
+            if error is not None and (
+                event.step_key is not None or not printed
+            ):  # the run's failure repeats its step's
                 root = error
                 while root.cause is not None:  # e.g. the run lock refusal under a resource's init error
                     root = root.cause
                 cause = f"\n  caused by: {_message(root.message)}" if root is not error else ""
-                print(f"failed in {safe(event.step_key or 'the run')}: {_message(error.message)}{cause}", file=sys.stderr)
+                print(
+                    f"failed in {safe(event.step_key or 'the run')}: {_message(error.message)}{cause}", file=sys.stderr
+                )
                 printed = True
     for check in result.get_asset_check_evaluations():
         if check.passed:
             continue
         level = "warning" if check.severity.value == "WARN" else "failed"
-        print(f"\ncheck {safe(check.asset_key.to_user_string())}.{safe(check.check_name)} {level}"
-              + (f": {_message(check.description)}" if check.description else ""), file=sys.stderr)
+        print(
+            f"\ncheck {safe(check.asset_key.to_user_string())}.{safe(check.check_name)} {level}"
+            + (f": {_message(check.description)}" if check.description else ""),
+            file=sys.stderr,
+        )
         for name, value in (check.metadata or {}).items():
             text = str(getattr(value, "value", value)).strip()
             if text and text != "_no rows_":  # tables of logged values: every line escaped, and indented
@@ -597,11 +737,15 @@ def _ingest_notes(n: dict) -> list[str]:
     rejected, answers = n.get("lines rejected (ingest_rejects)", 0), n.get("answers rejected (answer_rejects)", 0)
     notes = []
     if read == prompts + rejected:
-        notes.append(f"  prompts {prompts:,} = lines read {read:,} - lines rejected {rejected:,} (invalid lines, duplicate "
-                     "and conflicting request ids: see Rejects by reason)")
+        notes.append(
+            f"  prompts {prompts:,} = lines read {read:,} - lines rejected {rejected:,} (invalid lines, duplicate "
+            "and conflicting request ids: see Rejects by reason)"
+        )
     if answers:
-        notes.append(f"  {answers:,} of these prompts are malformed records whose answer was rejected (answer_rejects: "
-                     "citations unparseable or with an empty field): the prompt is kept, its citations are not checked")
+        notes.append(
+            f"  {answers:,} of these prompts are malformed records whose answer was rejected (answer_rejects: "
+            "citations unparseable or with an empty field): the prompt is kept, its citations are not checked"
+        )
     return notes
 
 
@@ -609,24 +753,39 @@ def _days_notes(plan, days: list[tuple]) -> list[str]:
     """What this run gated, and the days after its range it only ingested (the current UTC day, say)."""
     covered = [(p, c) for day, p, c, _ in days if plan.start <= day <= plan.end]
     later = [(day, p) for day, p, _, _ in days if day > plan.end]
-    notes = [f"  gated by this run: {plan.start} .. {plan.end} ({sum(p for p, _ in covered):,} prompts, "
-             f"{sum(c for _, c in covered):,} citations)"]
+    notes = [
+        f"  gated by this run: {plan.start} .. {plan.end} ({sum(p for p, _ in covered):,} prompts, "
+        f"{sum(c for _, c in covered):,} citations)"
+    ]
     if later:
         names = ", ".join(str(day) for day, _ in later[:5]) + (f" and {len(later) - 5} more" if len(later) > 5 else "")
         n = sum(p for _, p in later)
-        notes.append(f"  ingested, not yet gated: {names} ({n:,} prompt{'' if n == 1 else 's'}; gated by the run that "
-                     "covers their day, e.g. the next nightly run)")
+        notes.append(
+            f"  ingested, not yet gated: {names} ({n:,} prompt{'' if n == 1 else 's'}; gated by the run that "
+            "covers their day, e.g. the next nightly run)"
+        )
     return notes
 
 
 def _next_steps(settings: "where.Settings") -> str:
     example = where.sql_dir() / "examples" / "failures_by_reason.sql"
     flag = "" if settings.kind("warehouse") == "default" else f" --warehouse {settings.warehouse}"
-    prog = sys.argv[0] if Path(sys.argv[0]).name == "citegate" else "citegate"  # e.g. .venv/bin/citegate under make demo
+    prog = (
+        sys.argv[0] if Path(sys.argv[0]).name == "citegate" else "citegate"
+    )  # e.g. .venv/bin/citegate under make demo
     steps = [
-        ("make ui", "Dagster UI on http://127.0.0.1:3000 (Ctrl-C stops it): assets by stage, lineage, the nightly schedule"),
-        (f"{prog} queue{flag}", "the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`"),
-        (f"{prog} metrics{flag}", "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows"),
+        (
+            "make ui",
+            "Dagster UI on http://127.0.0.1:3000 (Ctrl-C stops it): assets by stage, lineage, the nightly schedule",
+        ),
+        (
+            f"{prog} queue{flag}",
+            "the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`",
+        ),
+        (
+            f"{prog} metrics{flag}",
+            "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows",
+        ),
         ("make test", "the test suite"),
         ("README.md", "the log format, the profiles, every table, where every file goes, more example queries"),
     ]
@@ -642,10 +801,14 @@ def _short(summary: dict) -> str:
     text = ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
     kinds = summary.get("malformed_kinds") or {}
     kept = sum(kinds.get(k, 0) for k in PROMPT_KEPT_KINDS)
-    if summary.get("malformed_lines") and "records" in summary:  # records are the valid lines; the warehouse counts prompts
-        text += (f"\n    records are the valid lines; {kept} of the malformed lines ({', '.join(PROMPT_KEPT_KINDS)}) keep "
-                 f"their prompt and lose their answer, the other {summary['malformed_lines'] - kept} are rejected "
-                 f"(invalid, duplicate or conflicting lines): a run into an empty warehouse ingests {summary['records'] + kept} prompts")
+    if (
+        summary.get("malformed_lines") and "records" in summary
+    ):  # records are the valid lines; the warehouse counts prompts
+        text += (
+            f"\n    records are the valid lines; {kept} of the malformed lines ({', '.join(PROMPT_KEPT_KINDS)}) keep "
+            f"their prompt and lose their answer, the other {summary['malformed_lines'] - kept} are rejected "
+            f"(invalid, duplicate or conflicting lines): a run into an empty warehouse ingests {summary['records'] + kept} prompts"
+        )
     return text
 
 

@@ -7,8 +7,8 @@ import dagster as dg
 from citegate_assets.defs.automation import nightly_job, nightly_schedule
 from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
 from citegate_assets.defs.ingest import ingest_prompt_log, prompt_log, prompts_match_their_sha256
-from citegate_assets.defs.provenance import provenance_results
 from citegate_assets.defs.metrics import metric_definitions, published_warehouse, weekly_metrics
+from citegate_assets.defs.provenance import provenance_results
 from citegate_assets.defs.resources import JudgeResource, WarehouseResource
 from citegate_assets.defs.review import best_evidence, citation_queue, review_outcomes
 from citegate_assets.defs.support import numeric_checks, support_sample, support_verdicts

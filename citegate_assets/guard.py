@@ -30,13 +30,27 @@ from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
 from citegate_assets.lib.records import Reject, parse_citations, parse_retrieved
 
 __all__ = [
-    "ChunkArrival", "CitationVerdict", "CitationsReport", "GuardError", "PromptReport",
-    "check_citations", "check_prompt", "to_log_record",
+    "ChunkArrival",
+    "CitationVerdict",
+    "CitationsReport",
+    "GuardError",
+    "PromptReport",
+    "check_citations",
+    "check_prompt",
+    "to_log_record",
 ]
 
 ARRIVALS = ("whole", "cut", "pieces", "missing")
-REASONS = ("context_not_found", "fabricated_id", "dropped_before_prompt", "span_truncated", "span_missing",
-           "span_outside_context", "span_in_other_chunk", "ok")
+REASONS = (
+    "context_not_found",
+    "fabricated_id",
+    "dropped_before_prompt",
+    "span_truncated",
+    "span_missing",
+    "span_outside_context",
+    "span_in_other_chunk",
+    "ok",
+)
 
 
 class GuardError(ValueError):
@@ -68,8 +82,11 @@ class PromptReport:
     @property
     def failures(self) -> list[str]:
         out = [] if self.context_found else [f"no context block found (template {self.template})"]
-        return out + [f"{c.chunk_id}: {c.arrived}" + (f" ({c.share:.0%} arrived)" if c.arrived == "cut" else "")
-                      for c in self.chunks if c.arrived in ("cut", "missing")]
+        return out + [
+            f"{c.chunk_id}: {c.arrived}" + (f" ({c.share:.0%} arrived)" if c.arrived == "cut" else "")
+            for c in self.chunks
+            if c.arrived in ("cut", "missing")
+        ]
 
 
 @dataclass(frozen=True)
@@ -102,8 +119,12 @@ class CitationsReport:
 
     @property
     def failures(self) -> list[str]:
-        return [f"citation {c.position} ({c.chunk_id}): " + (c.reason if c.reason != "ok" else "numeric_mismatch "
-                + ", ".join(c.missing_quantities)) for c in self.citations if not c.passes]
+        return [
+            f"citation {c.position} ({c.chunk_id}): "
+            + (c.reason if c.reason != "ok" else "numeric_mismatch " + ", ".join(c.missing_quantities))
+            for c in self.citations
+            if not c.passes
+        ]
 
 
 def check_prompt(
@@ -162,18 +183,35 @@ def check_citations(
         v = provenance_verdict(layout, checked, span, ids)
         missing: tuple[str, ...] = ()
         if v.reason == "ok":
-            passage = next(layout.prompt[s.body_start:s.body_end] for s in layout.sections_of(checked)
-                           if s.body_start <= v.found_start and v.found_end <= s.body_end)
+            passage = next(
+                layout.prompt[s.body_start : s.body_end]
+                for s in layout.sections_of(checked)
+                if s.body_start <= v.found_start and v.found_end <= s.body_end
+            )
             missing = tuple(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
-        verdicts.append(CitationVerdict(position, c["chunk_id"], checked, v.reason, v.verdict, v.found_start, v.found_end,
-                                        v.chunk_share_in_prompt, missing))
+        verdicts.append(
+            CitationVerdict(
+                position,
+                c["chunk_id"],
+                checked,
+                v.reason,
+                v.verdict,
+                v.found_start,
+                v.found_end,
+                v.chunk_share_in_prompt,
+                missing,
+            )
+        )
     result = CitationsReport(report, tuple(verdicts))
     if raise_on:
         wanted = set(raise_on)
         failures = [f"citation {c.position} ({c.chunk_id}): {c.reason}" for c in verdicts if c.reason in wanted]
         if "numeric_mismatch" in wanted:
-            failures += [f"citation {c.position} ({c.chunk_id}): numeric_mismatch {', '.join(c.missing_quantities)}"
-                         for c in verdicts if c.missing_quantities]
+            failures += [
+                f"citation {c.position} ({c.chunk_id}): numeric_mismatch {', '.join(c.missing_quantities)}"
+                for c in verdicts
+                if c.missing_quantities
+            ]
         if failures:
             raise GuardError(failures)
     return result
@@ -202,7 +240,9 @@ def to_log_record(
         "answer_model": answer_model,
         "prompt": prompt,
         "prompt_encoding": encoding,
-        "retrieved": [{k: v for k, v in r.items() if k in ("chunk_id", "rank", "text", "doc_id", "chunking")} for r in retrieved],
+        "retrieved": [
+            {k: v for k, v in r.items() if k in ("chunk_id", "rank", "text", "doc_id", "chunking")} for r in retrieved
+        ],
         "citations": citations,
     }
     if template is not None:
@@ -221,7 +261,9 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
         raise ValueError(f"retrieved: {chunks.reason}: {chunks.detail}")
     templates = _templates(config)
     if template not in templates and template != AUTO:
-        raise ValueError(f"template {template!r}: neither built in ({', '.join(BUILTIN_PROFILES)}) nor in the config's [templates]")
+        raise ValueError(
+            f"template {template!r}: neither built in ({', '.join(BUILTIN_PROFILES)}) nor in the config's [templates]"
+        )
     # check_prompt before sending, check_citations after: the same call's layout is computed once
     key = (prompt, encoding, template, id(templates), tuple((c["chunk_id"], c["text"]) for c in chunks))
     layout = _LAYOUTS.get(key)
@@ -238,12 +280,26 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
         mine = layout.sections_of(c["chunk_id"])
         full = len(layout.chunk_texts[c["chunk_id"]])
         if layout.located is not None:
-            arrived = {"whole": "whole", "cut": "cut", "pieces": "pieces", "missing": "missing"}[layout.located.found(c["chunk_id"])]
+            arrived = {"whole": "whole", "cut": "cut", "pieces": "pieces", "missing": "missing"}[
+                layout.located.found(c["chunk_id"])
+            ]
             got = layout.located.arrived_chars.get(c["chunk_id"], 0)
         else:
-            arrived = "missing" if not mine else "cut" if all(s.truncated for s in mine) else "pieces" if len(mine) > 1 else "whole"
+            arrived = (
+                "missing"
+                if not mine
+                else "cut"
+                if all(s.truncated for s in mine)
+                else "pieces"
+                if len(mine) > 1
+                else "whole"
+            )
             got = sum(s.body_end - s.body_start for s in mine) if arrived == "cut" else (full if mine else 0)
-        arrivals.append(ChunkArrival(c["chunk_id"], arrived, round(min(1.0, got / full), 4) if full else float(bool(mine)), len(mine)))
+        arrivals.append(
+            ChunkArrival(
+                c["chunk_id"], arrived, round(min(1.0, got / full), 4) if full else float(bool(mine)), len(mine)
+            )
+        )
     report = PromptReport(template, layout.status == "ok", tuple(arrivals), layout.prompt, layout.context)
     return report, layout
 
@@ -263,4 +319,3 @@ def _templates(config) -> dict:
     if key not in _CONFIGS:
         _CONFIGS[key] = load_config(key)
     return _CONFIGS[key].templates
-

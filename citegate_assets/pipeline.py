@@ -22,7 +22,9 @@ class RunPlan:
     note: str = ""
 
 
-def plan_days(landing: Path, warehouse: Path, start: date | None, end: date | None, today: date | None = None) -> RunPlan:
+def plan_days(
+    landing: Path, warehouse: Path, start: date | None, end: date | None, today: date | None = None
+) -> RunPlan:
     """The partition range to run: the given dates, else every day of a valid record in the landing folder.
 
     Days come from valid records only: a rejected line, however it is dated, never widens a run.
@@ -40,7 +42,8 @@ def plan_days(landing: Path, warehouse: Path, start: date | None, end: date | No
             note = (
                 f"the landing folder holds records of {', '.join(map(str, later))} only, not a complete UTC day yet: "
                 f"they are ingested now and gated on the next run; running {last} so every line is still accounted for"
-                if later else f"no valid dated records found; running {last} so every line is still accounted for"
+                if later
+                else f"no valid dated records found; running {last} so every line is still accounted for"
             )
         start = start or min(days)
         end = end or max(days)
@@ -89,8 +92,8 @@ def run_range(
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
     every one goes into the warehouse resource's run config."""
-    from citegate_assets.defs.partitions import before_first_day
     from citegate_assets.definitions import defs
+    from citegate_assets.defs.partitions import before_first_day
 
     if problem := before_first_day(plan.start, plan.end):
         raise ValueError(problem)
@@ -121,11 +124,15 @@ def release_abandoned_runs(instance: dg.DagsterInstance, warehouse: Path) -> lis
     slot, which would block every later run. Called with the run lock held, so no run of this warehouse
     is alive: such runs are marked failed and their slots freed."""
     stuck = [dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.NOT_STARTED]
-    records = instance.get_run_records(filters=dg.RunsFilter(statuses=stuck, tags={WAREHOUSE_TAG: str(Path(warehouse).resolve())}))
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=stuck, tags={WAREHOUSE_TAG: str(Path(warehouse).resolve())})
+    )
     released = []
     for record in records:
         run = record.dagster_run
-        instance.report_run_failed(run, message="abandoned: its process ended before the run finished (killed?); slots released")
+        instance.report_run_failed(
+            run, message="abandoned: its process ended before the run finished (killed?); slots released"
+        )
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         released.append(run.run_id)
     return released

@@ -49,7 +49,6 @@ assert not {m.split(".")[0] for m in sys.modules} & set(HEAVY), "the guard impor
 from citegate_assets.lib.containers import decode_body  # noqa: E402
 from citegate_assets.lib.records import Record, parse_line  # noqa: E402
 
-
 # --- no network ----------------------------------------------------------------------------------------
 _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
 
@@ -74,18 +73,22 @@ socket.socket.connect, socket.socket.connect_ex = _guarded_connect, _guarded_con
 
 
 # --- the scenario ---------------------------------------------------------------------------------------
-REFUNDS, PLANS, RETENTION, UNKNOWN = ("acme-kb/refunds.md#c1", "acme-kb/plans.md#c1", "acme-kb/data-retention.md#c1",
-                                      "acme-kb/refunds.md#c4")
+REFUNDS, PLANS, RETENTION, UNKNOWN = (
+    "acme-kb/refunds.md#c1",
+    "acme-kb/plans.md#c1",
+    "acme-kb/data-retention.md#c1",
+    "acme-kb/refunds.md#c4",
+)
 CHUNKS = {
     REFUNDS: "Refunds are issued to the original payment method. Once a refund is approved, it takes 3\u20135 business "
-             "days to appear on your statement.\nAnnual plans are refunded pro rata for the unused months.",
+    "days to appear on your statement.\nAnnual plans are refunded pro rata for the unused months.",
     PLANS: "The Pro plan costs $49 per month per workspace & includes up to 10 seats. Extra seats cost $6 each, billed "
-           "on the next invoice.",
+    "on the next invoice.",
     RETENTION: "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore the "
-               "workspace from **Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
-               "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup copies "
-               "are purged within 90 days of the permanent deletion, and a deletion certificate can be requested from the "
-               "privacy team once the purge is complete.",
+    "workspace from **Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
+    "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup copies "
+    "are purged within 90 days of the permanent deletion, and a deletion certificate can be requested from the "
+    "privacy team once the purge is complete.",
 }
 QUESTION = "How long does a refund take, and what does the Pro plan cost?"
 RETRIEVED = [{"chunk_id": cid, "rank": rank, "text": text} for rank, (cid, text) in enumerate(CHUNKS.items(), 1)]
@@ -95,12 +98,18 @@ CONTEXT_CUT = [dict(c, text=c["text"][:CUT_AT]) if c["chunk_id"] == RETENTION el
 
 ANSWER = "A refund takes 3-5 business days. Pro costs $49 per month."
 HONEST = [  # hyphen where the chunk has an en dash: normalization, as the pipeline does it
-    {"chunk_id": REFUNDS, "span": "it takes 3-5 business days to appear on your statement",
-     "claim": "A refund takes 3-5 business days."},
+    {
+        "chunk_id": REFUNDS,
+        "span": "it takes 3-5 business days to appear on your statement",
+        "claim": "A refund takes 3-5 business days.",
+    },
     {"chunk_id": PLANS, "span": "The Pro plan costs $49 per month per workspace", "claim": "Pro costs $49 per month."},
 ]
-FABRICATED = {"chunk_id": UNKNOWN, "span": "Refunds are issued to the original payment method.",
-              "claim": "Refunds go back to the original payment method."}
+FABRICATED = {
+    "chunk_id": UNKNOWN,
+    "span": "Refunds are issued to the original payment method.",
+    "claim": "Refunds go back to the original payment method.",
+}
 # LlamaIndex: the model cites the Source numbers of CitationQueryEngine's prompt (Source 1 = first node)
 HONEST_SOURCES = [dict(HONEST[0], chunk_id="1"), dict(HONEST[1], chunk_id="2")]
 FABRICATED_SOURCE = dict(FABRICATED, chunk_id="9")  # no Source 9 in the prompt
@@ -138,24 +147,61 @@ class LocalLLM:
 
     def respond(self, path: str, request: dict) -> dict | None:
         if path.endswith("/chat/completions"):
-            return {"id": "chatcmpl-local", "object": "chat.completion", "created": 1793750400, "model": request["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                 "message": {"role": "assistant", "content": json.dumps(self.reply)}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            return {
+                "id": "chatcmpl-local",
+                "object": "chat.completion",
+                "created": 1793750400,
+                "model": request["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                        "message": {"role": "assistant", "content": json.dumps(self.reply)},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
         if path.endswith("/messages"):  # Anthropic: one text block per claim, with char_location citations
-            docs = [b for m in request["messages"] if isinstance(m["content"], list) for b in m["content"]
-                    if b.get("type") == "document"]
+            docs = [
+                b
+                for m in request["messages"]
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b.get("type") == "document"
+            ]
             content = []
             for c in self.reply["citations"]:
                 if content:  # the uncited text between two cited claims, as Anthropic returns it
                     content.append({"type": "text", "text": " "})
                 index = next(i for i, d in enumerate(docs) if d["title"] == c["chunk_id"])
                 start = max(docs[index]["source"]["data"].find(c["span"]), 0)
-                content.append({"type": "text", "text": c["claim"], "citations": [
-                    {"type": "char_location", "cited_text": c["span"], "document_index": index,
-                     "document_title": c["chunk_id"], "start_char_index": start, "end_char_index": start + len(c["span"])}]})
-            return {"id": "msg_local", "type": "message", "role": "assistant", "model": request["model"], "content": content,
-                    "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+                content.append(
+                    {
+                        "type": "text",
+                        "text": c["claim"],
+                        "citations": [
+                            {
+                                "type": "char_location",
+                                "cited_text": c["span"],
+                                "document_index": index,
+                                "document_title": c["chunk_id"],
+                                "start_char_index": start,
+                                "end_char_index": start + len(c["span"]),
+                            }
+                        ],
+                    }
+                )
+            return {
+                "id": "msg_local",
+                "type": "message",
+                "role": "assistant",
+                "model": request["model"],
+                "content": content,
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
         return None
 
 
@@ -173,7 +219,9 @@ def doc_examples() -> list[tuple[str, int, str]]:
             continue
         tag = info[1] if len(info) > 1 else ""
         if not tag.startswith("guard-example:"):
-            raise SystemExit(f"{DOC.name}: a python block that is not a guard-example (so not run): {m.group('code')[:60]!r}")
+            raise SystemExit(
+                f"{DOC.name}: a python block that is not a guard-example (so not run): {m.group('code')[:60]!r}"
+            )
         blocks.append((tag.removeprefix("guard-example:"), text.count("\n", 0, m.start("code")) + 1, m.group("code")))
     names = [n for n, _, _ in blocks]
     if names != EXAMPLES:
@@ -194,10 +242,14 @@ def check_doc_tables() -> None:
     """The Results tables list exactly each result class's fields and properties."""
     text = DOC.read_text(encoding="utf-8")
     for cls in (guard.PromptReport, guard.ChunkArrival, guard.CitationsReport, guard.CitationVerdict):
-        m = re.search(rf"^`{cls.__name__}`[^\n]*:\n\n\| field \| meaning \|\n\|---\|---\|\n((?:\|[^\n]*\n)+)", text, re.M)
+        m = re.search(
+            rf"^`{cls.__name__}`[^\n]*:\n\n\| field \| meaning \|\n\|---\|---\|\n((?:\|[^\n]*\n)+)", text, re.M
+        )
         assert m, f"{DOC.name}: no field table for {cls.__name__}"
         documented = re.findall(r"^\| `(\w+)` \|", m.group(1), re.M)
-        actual = [f.name for f in dataclasses.fields(cls)] + [n for n, v in vars(cls).items() if isinstance(v, property)]
+        actual = [f.name for f in dataclasses.fields(cls)] + [
+            n for n, v in vars(cls).items() if isinstance(v, property)
+        ]
         assert documented == actual, f"{DOC.name}: {cls.__name__} table lists {documented}, the class has {actual}"
 
 
@@ -206,8 +258,19 @@ class Run:
     def __init__(self, llm: LocalLLM, landing: Path):
         self.llm, self.landing = llm, landing
 
-    def __call__(self, example: str, case: str, reply_citations: list[dict], call, *, path: str, sent: int, logged: int,
-                 failures: list[str] | None = None, checked: list[str] | None = None) -> str:
+    def __call__(
+        self,
+        example: str,
+        case: str,
+        reply_citations: list[dict],
+        call,
+        *,
+        path: str,
+        sent: int,
+        logged: int,
+        failures: list[str] | None = None,
+        checked: list[str] | None = None,
+    ) -> str:
         self.llm.reply = {"answer": ANSWER, "citations": reply_citations}
         self.llm.bodies.clear()
         for f in self.landing.iterdir():
@@ -237,7 +300,9 @@ class Run:
             assert [r["text"] for r in record.retrieved] == [r["text"] for r in RETRIEVED], f"{where}: retrieved"
             if failures is None:  # the nightly view of the logged call: every citation ok
                 report = guard.check_citations(record.prompt, record.retrieved, record.citations, encoding="json")
-                assert report.ok and [c.reason for c in report.citations] == ["ok"] * len(HONEST), f"{where}: {report.failures}"
+                assert report.ok and [c.reason for c in report.citations] == ["ok"] * len(HONEST), (
+                    f"{where}: {report.failures}"
+                )
                 assert [c.checked_chunk_id for c in report.citations] == checked, f"{where}: {report.citations}"
                 assert all(a.arrived == "whole" for a in report.prompt.chunks), f"{where}: {report.prompt.chunks}"
         result = "ok" if failures is None else "GuardError " + "; ".join(failures)
@@ -257,8 +322,10 @@ def llamaindex_engine(cut: bool):
         """The scenario's retrieval (no embedding model offline); everything after it is LlamaIndex's."""
 
         def _retrieve(self, query_bundle):
-            return [NodeWithScore(node=TextNode(id_=r["chunk_id"], text=r["text"]), score=1.0 - r["rank"] / 10)
-                    for r in RETRIEVED]
+            return [
+                NodeWithScore(node=TextNode(id_=r["chunk_id"], text=r["text"]), score=1.0 - r["rank"] / 10)
+                for r in RETRIEVED
+            ]
 
     class TokenBudget(BaseNodePostprocessor):
         """The app's token budget, cutting the retention chunk as CONTEXT_CUT does."""
@@ -280,51 +347,162 @@ def main() -> None:
     check_doc_tables()
     llm = LocalLLM()
     landing = Path(tempfile.mkdtemp(prefix="citegate-guard-examples-"))
-    os.environ.update({"CITEGATE_LOGS": str(landing), "OPENAI_BASE_URL": f"{llm.base}/v1", "OPENAI_API_BASE": f"{llm.base}/v1",
-                       "OPENAI_API_KEY": "sk-local", "ANTHROPIC_BASE_URL": llm.base, "ANTHROPIC_API_KEY": "sk-ant-local"})
+    os.environ.update(
+        {
+            "CITEGATE_LOGS": str(landing),
+            "OPENAI_BASE_URL": f"{llm.base}/v1",
+            "OPENAI_API_BASE": f"{llm.base}/v1",
+            "OPENAI_API_KEY": "sk-local",
+            "ANTHROPIC_BASE_URL": llm.base,
+            "ANTHROPIC_API_KEY": "sk-ant-local",
+        }
+    )
     ex = load_examples()
     run = Run(llm, landing)
     cut = [f"{RETENTION}: cut"]
     fab = [f"citation 2 ({UNKNOWN}): fabricated_id"]
     out = []
 
-    for name, fn, path in (("langchain", ex.answer_with_langchain, "/v1/chat/completions"),
-                           ("openai", ex.answer_with_openai, "/v1/chat/completions")):
-        out.append(run(name, "honest", HONEST, lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE), path=path, sent=1, logged=1,
-                       checked=[REFUNDS, PLANS]))
-        out.append(run(name, "cut", HONEST, lambda: fn(QUESTION, RETRIEVED, CONTEXT_CUT), path=path, sent=0, logged=0,
-                       failures=cut))
-        out.append(run(name, "fabricated", HONEST + [FABRICATED], lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE), path=path,
-                       sent=1, logged=1, failures=fab))
+    for name, fn, path in (
+        ("langchain", ex.answer_with_langchain, "/v1/chat/completions"),
+        ("openai", ex.answer_with_openai, "/v1/chat/completions"),
+    ):
+        out.append(
+            run(
+                name,
+                "honest",
+                HONEST,
+                lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+                path=path,
+                sent=1,
+                logged=1,
+                checked=[REFUNDS, PLANS],
+            )
+        )
+        out.append(
+            run(
+                name,
+                "cut",
+                HONEST,
+                lambda: fn(QUESTION, RETRIEVED, CONTEXT_CUT),
+                path=path,
+                sent=0,
+                logged=0,
+                failures=cut,
+            )
+        )
+        out.append(
+            run(
+                name,
+                "fabricated",
+                HONEST + [FABRICATED],
+                lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+                path=path,
+                sent=1,
+                logged=1,
+                failures=fab,
+            )
+        )
 
     path = "/v1/chat/completions"
-    out.append(run("llamaindex", "honest", HONEST_SOURCES, lambda: ex.answer_with_llamaindex(llamaindex_engine(False), QUESTION),
-                   path=path, sent=1, logged=1, checked=[REFUNDS, PLANS]))
-    out.append(run("llamaindex", "cut", HONEST_SOURCES, lambda: ex.answer_with_llamaindex(llamaindex_engine(True), QUESTION),
-                   path=path, sent=1, logged=1, failures=cut))
-    out.append(run("llamaindex", "fabricated", HONEST_SOURCES + [FABRICATED_SOURCE],
-                   lambda: ex.answer_with_llamaindex(llamaindex_engine(False), QUESTION), path=path, sent=1, logged=1,
-                   failures=["citation 2 (9): fabricated_id"]))
+    out.append(
+        run(
+            "llamaindex",
+            "honest",
+            HONEST_SOURCES,
+            lambda: ex.answer_with_llamaindex(llamaindex_engine(False), QUESTION),
+            path=path,
+            sent=1,
+            logged=1,
+            checked=[REFUNDS, PLANS],
+        )
+    )
+    out.append(
+        run(
+            "llamaindex",
+            "cut",
+            HONEST_SOURCES,
+            lambda: ex.answer_with_llamaindex(llamaindex_engine(True), QUESTION),
+            path=path,
+            sent=1,
+            logged=1,
+            failures=cut,
+        )
+    )
+    out.append(
+        run(
+            "llamaindex",
+            "fabricated",
+            HONEST_SOURCES + [FABRICATED_SOURCE],
+            lambda: ex.answer_with_llamaindex(llamaindex_engine(False), QUESTION),
+            path=path,
+            sent=1,
+            logged=1,
+            failures=["citation 2 (9): fabricated_id"],
+        )
+    )
     assert not ex.capture.calls, f"llamaindex: captured calls left behind: {list(ex.capture.calls)}"
 
     fn, path = ex.answer_with_anthropic, "/v1/messages"
-    out.append(run("anthropic", "honest", HONEST, lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE), path=path, sent=1, logged=1,
-                   checked=[REFUNDS, PLANS]))
-    out.append(run("anthropic", "cut", HONEST, lambda: fn(QUESTION, RETRIEVED, CONTEXT_CUT), path=path, sent=0, logged=0,
-                   failures=cut))
-    out.append(run("anthropic", "fabricated", HONEST + [INVENTED_QUOTE], lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
-                   path=path, sent=1, logged=1, failures=[f"citation 2 ({REFUNDS}): span_missing"]))
+    out.append(
+        run(
+            "anthropic",
+            "honest",
+            HONEST,
+            lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+            path=path,
+            sent=1,
+            logged=1,
+            checked=[REFUNDS, PLANS],
+        )
+    )
+    out.append(
+        run(
+            "anthropic",
+            "cut",
+            HONEST,
+            lambda: fn(QUESTION, RETRIEVED, CONTEXT_CUT),
+            path=path,
+            sent=0,
+            logged=0,
+            failures=cut,
+        )
+    )
+    out.append(
+        run(
+            "anthropic",
+            "fabricated",
+            HONEST + [INVENTED_QUOTE],
+            lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+            path=path,
+            sent=1,
+            logged=1,
+            failures=[f"citation 2 ({REFUNDS}): span_missing"],
+        )
+    )
 
     llm.httpd.shutdown()
     for f in landing.iterdir():
         f.unlink()
     landing.rmdir()
     present = [m for m in HEAVY if importlib.util.find_spec(m) is not None]
-    versions = ", ".join(f"{p} {md.version(p)}" for p in ("langchain-core", "langchain-classic", "langchain-openai",
-                                                           "llama-index-core", "llama-index-llms-openai", "openai", "anthropic"))
+    versions = ", ".join(
+        f"{p} {md.version(p)}"
+        for p in (
+            "langchain-core",
+            "langchain-classic",
+            "langchain-openai",
+            "llama-index-core",
+            "llama-index-llms-openai",
+            "openai",
+            "anthropic",
+        )
+    )
     print("\n".join(out))
-    print(f"{len(out)} runs of the {len(EXAMPLES)} blocks of docs/guard.md passed; {versions}; "
-          f"pipeline packages in this venv: {present or 'none'}")
+    print(
+        f"{len(out)} runs of the {len(EXAMPLES)} blocks of docs/guard.md passed; {versions}; "
+        f"pipeline packages in this venv: {present or 'none'}"
+    )
 
 
 if __name__ == "__main__":

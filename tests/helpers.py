@@ -23,7 +23,7 @@ CITATIONS = [
     ("kb-3#c2", "deleted permanently from all regions", "span_truncated"),
     ("kb-1#c1", "costs fifty dollars a month", "span_missing"),
     ("kb-1#c1", "the SLA is 99.9% uptime", "span_outside_context"),
-    ("kb-1#c1", "available 24/7 for \"Enterprise\" customers", "span_in_other_chunk"),
+    ("kb-1#c1", 'available 24/7 for "Enterprise" customers', "span_in_other_chunk"),
     ("kb-2#c1", "for \u201cEnterprise\u201d customers & partners", "ok"),
 ]
 RENDERED = [("kb-1#c1", CHUNKS["kb-1#c1"]), ("kb-2#c1", CHUNKS["kb-2#c1"]), ("kb-3#c2", TRUNCATED_TO)]
@@ -50,7 +50,10 @@ def render_text(template: str) -> tuple[str, str]:
             f'  <document index="{i}">\n    <source>{cid}</source>\n    <document_content>\n{text}\n    </document_content>\n  </document>\n'
             for i, (cid, text) in enumerate(RENDERED, 1)
         )
-        return f"You are a billing assistant. Cite chunk ids.\n\n<documents>\n{docs}</documents>\n\nQuestion: {QUESTION}", ""
+        return (
+            f"You are a billing assistant. Cite chunk ids.\n\n<documents>\n{docs}</documents>\n\nQuestion: {QUESTION}",
+            "",
+        )
     if template == "llamaindex-citation":
         sources = "\n\n".join(f"Source {i}:\n{text}" for i, (_, text) in enumerate(RENDERED, 1))
         return (
@@ -62,7 +65,11 @@ def render_text(template: str) -> tuple[str, str]:
             f"------\n{sources}\n------\nQuery: {QUESTION}\nAnswer: "
         ), ""
     if template in ("langchain-stuff", "langchain-stuff-mustache"):
-        esc = (lambda s: html.escape(s, quote=True).replace("&#x27;", "'")) if template.endswith("mustache") else (lambda s: s)
+        esc = (
+            (lambda s: html.escape(s, quote=True).replace("&#x27;", "'"))
+            if template.endswith("mustache")
+            else (lambda s: s)
+        )
         ctx = "\n\n".join(f"[{cid}] {esc(text)}" for cid, text in RENDERED)
         system = (
             "Use the following pieces of context to answer the user's question. \n"
@@ -86,13 +93,25 @@ def render_prompt(template: str, encoding: str) -> str:
         return repr(system)
     if template == "anthropic-xml":
         head, _, rest = system.partition("\n\n")
-        return json.dumps({"model": "claude", "max_tokens": 512, "system": head, "messages": [{"role": "user", "content": [{"type": "text", "text": rest}]}]})
+        return json.dumps(
+            {
+                "model": "claude",
+                "max_tokens": 512,
+                "system": head,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": rest}]}],
+            }
+        )
     if user:
-        return json.dumps({"model": "gpt", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}, ensure_ascii=False)
+        return json.dumps(
+            {"model": "gpt", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]},
+            ensure_ascii=False,
+        )
     return json.dumps({"model": "gpt", "messages": [{"role": "user", "content": system}]})
 
 
-def scenario_record(template: str, encoding: str, request_id: str = "req-1", logged_at: str = "2026-11-02T10:00:00Z") -> dict:
+def scenario_record(
+    template: str, encoding: str, request_id: str = "req-1", logged_at: str = "2026-11-02T10:00:00Z"
+) -> dict:
     return {
         "request_id": request_id,
         "logged_at": logged_at,
@@ -106,7 +125,9 @@ def scenario_record(template: str, encoding: str, request_id: str = "req-1", log
             for i, (cid, text) in enumerate(CHUNKS.items(), 1)
         ],
         "answer": "An answer.",
-        "citations": [{"chunk_id": cid, "span": span, "claim": f"Claim {i}."} for i, (cid, span, _) in enumerate(CITATIONS)],
+        "citations": [
+            {"chunk_id": cid, "span": span, "claim": f"Claim {i}."} for i, (cid, span, _) in enumerate(CITATIONS)
+        ],
     }
 
 

@@ -140,7 +140,12 @@ class ScriptedJudgeServer:
             # counted apart and never appears in `requests`, so a test counts only complete requests.
             with self._lock:
                 self.incomplete_requests += 1
-            self._send(handler, 400, {"Content-Type": "application/json"}, _error_body(400, "incomplete or malformed request body"))
+            self._send(
+                handler,
+                400,
+                {"Content-Type": "application/json"},
+                _error_body(400, "incomplete or malformed request body"),
+            )
             return
         with self._lock:
             index = len(self.requests)

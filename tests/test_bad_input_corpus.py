@@ -31,11 +31,32 @@ DAY = "2026-11-02T10:00:00Z"
 DAY_START, DAY_END = date(2026, 11, 2), date(2026, 11, 3)
 # the default policy differs from the built-in one, so a record that gets it is recognisable
 CONFIG = parse_config(
-    {"surfaces": {"default": {"stakes": "high", "template": "plain-list"}, "billing": {"stakes": "off", "template": "anthropic-xml"}}},
+    {
+        "surfaces": {
+            "default": {"stakes": "high", "template": "plain-list"},
+            "billing": {"stakes": "off", "template": "anthropic-xml"},
+        }
+    },
     None,
 )
-FILE_REASONS = ("not_a_log_file", "not_a_file", "file_unreadable", "file_changed_after_ingest", "symlink_outside_landing", "decompressed_too_large")
-TABLES = ["prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"]
+FILE_REASONS = (
+    "not_a_log_file",
+    "not_a_file",
+    "file_unreadable",
+    "file_changed_after_ingest",
+    "symlink_outside_landing",
+    "decompressed_too_large",
+)
+TABLES = [
+    "prompts",
+    "prompt_sections",
+    "retrievals",
+    "citations",
+    "ingest_rejects",
+    "answer_rejects",
+    "prompt_conflicts",
+    "ingested_files",
+]
 DROP = object()  # a change that deletes the field
 GOOD_IDS = ["good-1", "good-2", "good-3", "good-4"]
 
@@ -92,10 +113,14 @@ def record_with_prompt_bytes(rid: str, size: int) -> bytes:
 class Case:
     id: str
     write: Callable[[Path], None]
-    rejects: list[tuple[str, int | None, tuple[str, ...]]]  # ingest_rejects: (file, line or None = any, acceptable reasons)
+    rejects: list[
+        tuple[str, int | None, tuple[str, ...]]
+    ]  # ingest_rejects: (file, line or None = any, acceptable reasons)
     prompts: dict[str, list[str]]  # file -> request ids that must land, in line order
     answer_rejects: list[tuple[str, int, str]] = field(default_factory=list)
-    conflicts: list[tuple[str, str, int, str]] = field(default_factory=list)  # (request_id, file, line, existing_source)
+    conflicts: list[tuple[str, str, int, str]] = field(
+        default_factory=list
+    )  # (request_id, file, line, existing_source)
     check: Callable | None = None  # extra assertions on the warehouse
     bug: str | None = None  # xfail(strict) reason
     line: bytes | None = None  # the one bad line (line cases): reused by the all-in-one-file test
@@ -105,8 +130,17 @@ class Case:
 CASES: list[Case] = []
 
 
-def line_case(case_id: str, line, reason: str | tuple[str, ...] | None, *, answer: bool = False, lands: str | None = None,
-              conflict: bool = False, check=None, bug=None) -> None:
+def line_case(
+    case_id: str,
+    line,
+    reason: str | tuple[str, ...] | None,
+    *,
+    answer: bool = False,
+    lands: str | None = None,
+    conflict: bool = False,
+    check=None,
+    bug=None,
+) -> None:
     """a.jsonl = good-1, good-2, <bad line>, good-3, good-4. `reason` None: the line is not rejected at all."""
     raw = encode(line)
     if (answer or reason is None) and lands is None:
@@ -122,13 +156,32 @@ def line_case(case_id: str, line, reason: str | tuple[str, ...] | None, *, answe
         write_lines(landing / "a.jsonl", [good(1), good(2), raw, good(3), good(4)])
 
     CASES.append(
-        Case(case_id, write, rejects, {"a.jsonl": ids}, answer_rejects,
-             [("good-1", "a.jsonl", 3, "a.jsonl:1")] if conflict else [], check, bug, raw, lands)
+        Case(
+            case_id,
+            write,
+            rejects,
+            {"a.jsonl": ids},
+            answer_rejects,
+            [("good-1", "a.jsonl", 3, "a.jsonl:1")] if conflict else [],
+            check,
+            bug,
+            raw,
+            lands,
+        )
     )
 
 
 def file_case(case_id: str, write, rejects, prompts, *, check=None, bug=None) -> None:
-    CASES.append(Case(case_id, write, [(f, ln, r if isinstance(r, tuple) else (r,)) for f, ln, r in rejects], prompts, check=check, bug=bug))
+    CASES.append(
+        Case(
+            case_id,
+            write,
+            [(f, ln, r if isinstance(r, tuple) else (r,)) for f, ln, r in rejects],
+            prompts,
+            check=check,
+            bug=bug,
+        )
+    )
 
 
 def raw_line_of(con, reason: str) -> str:
@@ -142,7 +195,9 @@ line_case("invalid-json-python-dict", "{'request_id': 'single-quoted', 'prompt':
 line_case("invalid-json-trailing-garbage", json.dumps(bad("tg")) + " trailing", "invalid_json")
 line_case("cut-mid-record", json.dumps(bad("cut"))[:200], "invalid_json")
 _accented = json.dumps(bad("cut-utf8", prompt="Caf\u00e9 au lait"), ensure_ascii=False).encode("utf-8")
-line_case("cut-mid-utf8-character", _accented[: _accented.index("\u00e9".encode()) + 1], "invalid_utf8")  # a writer died mid-character
+line_case(
+    "cut-mid-utf8-character", _accented[: _accented.index("\u00e9".encode()) + 1], "invalid_utf8"
+)  # a writer died mid-character
 line_case("json-array-line", json.dumps([good(9)]), "not_an_object")
 line_case("json-string-line", '"citegate-log/1"', "not_an_object")
 line_case("json-null-line", "null", "not_an_object")
@@ -182,13 +237,20 @@ line_case(
     "invalid_utf8",
 )
 SURROGATE_BUG = (
-    "BUG: a JSON \\u escape of a lone surrogate (e.g. \"\\ud800\") is valid JSON syntax and json.loads accepts it, "
+    'BUG: a JSON \\u escape of a lone surrogate (e.g. "\\ud800") is valid JSON syntax and json.loads accepts it, '
     "but the str cannot be encoded as UTF-8: building the batch frames (polars) raises UnicodeEncodeError out of "
     "ingest_landing, so the whole batch is lost and every later run fails on the same file"
 )
-line_case("lone-surrogate-in-prompt", bad("sur-prompt", prompt=good(0)["prompt"] + "\ud800"),
-          ("invalid_unicode", "invalid_utf8", "invalid_json", "prompt_undecodable"))
-line_case("lone-surrogate-in-request-id", bad("sur-rid", request_id="req-\udc00"), ("invalid_unicode", "invalid_utf8", "invalid_json"))
+line_case(
+    "lone-surrogate-in-prompt",
+    bad("sur-prompt", prompt=good(0)["prompt"] + "\ud800"),
+    ("invalid_unicode", "invalid_utf8", "invalid_json", "prompt_undecodable"),
+)
+line_case(
+    "lone-surrogate-in-request-id",
+    bad("sur-rid", request_id="req-\udc00"),
+    ("invalid_unicode", "invalid_utf8", "invalid_json"),
+)
 
 
 def _big_line_check(con) -> None:
@@ -199,7 +261,12 @@ def _big_line_check(con) -> None:
 
 
 # decided from the code: MAX_LINE_BYTES is 32 MiB, so a 50 MB prompt is a `line_too_long` reject
-line_case("prompt-of-50-mb", record_with_prompt_bytes("bad-too-long", 50 * 1024 * 1024), "line_too_long", check=_big_line_check)
+line_case(
+    "prompt-of-50-mb",
+    record_with_prompt_bytes("bad-too-long", 50 * 1024 * 1024),
+    "line_too_long",
+    check=_big_line_check,
+)
 line_case(
     "line-of-exactly-32-mib",
     record_with_prompt_bytes("bad-32mib", 32 * 1024 * 1024),
@@ -252,13 +319,17 @@ line_case("timestamp-without-timezone", bad("naive", logged_at="2026-11-02T10:00
 line_case("timestamp-two-days-ahead", bad("ahead", logged_at="2026-11-05T12:00:00Z"), "timestamp_out_of_range")
 line_case("timestamp-year-9999", bad("y9999", logged_at="9999-12-31T23:59:59Z"), "timestamp_out_of_range")
 line_case("timestamp-before-2020", bad("y2019", logged_at="2019-12-31T23:59:59Z"), "timestamp_out_of_range")
-line_case("timestamp-before-2020-in-utc", bad("y2019-utc", logged_at="2020-01-01T00:30:00+01:00"), "timestamp_out_of_range")
+line_case(
+    "timestamp-before-2020-in-utc", bad("y2019-utc", logged_at="2020-01-01T00:30:00+01:00"), "timestamp_out_of_range"
+)
 OVERFLOW_BUG = (
     "BUG: records._parse_timestamp calls parsed.astimezone(timezone.utc) unguarded; a timestamp whose UTC instant "
     "falls outside datetime's range (9999-12-31T23:59:59-01:00, 0001-01-01T00:00:00+01:00) raises OverflowError "
     "out of ingest_landing instead of a timestamp_out_of_range reject, losing the batch and blocking every later run"
 )
-line_case("timestamp-past-year-9999-in-utc", bad("y10000", logged_at="9999-12-31T23:59:59-01:00"), "timestamp_out_of_range")
+line_case(
+    "timestamp-past-year-9999-in-utc", bad("y10000", logged_at="9999-12-31T23:59:59-01:00"), "timestamp_out_of_range"
+)
 line_case("timestamp-before-year-1-in-utc", bad("y0", logged_at="0001-01-01T00:00:00+01:00"), "timestamp_out_of_range")
 
 # --- duplicates -----------------------------------------------------------------------------------------
@@ -306,8 +377,16 @@ file_case(
 _r1 = {"chunk_id": "kb-1#c1", "rank": 1, "text": CHUNKS["kb-1#c1"]}
 line_case("retrieved-missing-chunk-id", with_retrieved("r-noid", {"rank": 1, "text": "t"}), "invalid_retrieved")
 line_case("retrieved-missing-text", with_retrieved("r-notext", {"chunk_id": "kb-1#c1", "rank": 1}), "invalid_retrieved")
-line_case("retrieved-null-text", with_retrieved("r-nulltext", {"chunk_id": "kb-1#c1", "rank": 1, "text": None}), "invalid_retrieved")
-line_case("retrieved-blank-chunk-id", with_retrieved("r-blank", {"chunk_id": "  ", "rank": 1, "text": "t"}), "invalid_retrieved")
+line_case(
+    "retrieved-null-text",
+    with_retrieved("r-nulltext", {"chunk_id": "kb-1#c1", "rank": 1, "text": None}),
+    "invalid_retrieved",
+)
+line_case(
+    "retrieved-blank-chunk-id",
+    with_retrieved("r-blank", {"chunk_id": "  ", "rank": 1, "text": "t"}),
+    "invalid_retrieved",
+)
 line_case("retrieved-entry-not-object", with_retrieved("r-str", _r1) | {"retrieved": ["kb-1#c1"]}, "invalid_retrieved")
 line_case("retrieved-rank-string", with_retrieved("r-rank", _r1 | {"rank": "1"}), "invalid_retrieved")
 line_case("retrieved-rank-bool", with_retrieved("r-rankb", _r1 | {"rank": True}), "invalid_retrieved")
@@ -317,22 +396,69 @@ line_case(
     with_retrieved("r-rank-big", _r1 | {"rank": 2**31}),
     "invalid_retrieved",
 )
-line_case("duplicate-chunk-id", with_retrieved("dup-chunk", _r1, _r1 | {"rank": 2, "text": "other text"}), "duplicate_chunk_id")
-line_case("duplicate-chunk-id-after-trim", with_retrieved("dup-trim", _r1, _r1 | {"chunk_id": " kb-1#c1 ", "rank": 2}), "duplicate_chunk_id")
+line_case(
+    "duplicate-chunk-id",
+    with_retrieved("dup-chunk", _r1, _r1 | {"rank": 2, "text": "other text"}),
+    "duplicate_chunk_id",
+)
+line_case(
+    "duplicate-chunk-id-after-trim",
+    with_retrieved("dup-trim", _r1, _r1 | {"chunk_id": " kb-1#c1 ", "rank": 2}),
+    "duplicate_chunk_id",
+)
 
 # --- citations (the answer is rejected, the prompt is kept) -------------------------------------------------
 
-line_case("citations-string-not-json", bad("c-notjson", citations="[{chunk_id: kb-1#c1}"), "citations_not_json", answer=True)
-line_case("citations-string-deeply-nested", bad("c-deep", citations="[" * 100_000 + "]" * 100_000), "citations_not_json", answer=True)
-line_case("citations-not-a-list", bad("c-dict", citations={"chunk_id": "kb-1#c1", "span": "s", "claim": "c"}), "citations_not_list", answer=True)
+line_case(
+    "citations-string-not-json", bad("c-notjson", citations="[{chunk_id: kb-1#c1}"), "citations_not_json", answer=True
+)
+line_case(
+    "citations-string-deeply-nested",
+    bad("c-deep", citations="[" * 100_000 + "]" * 100_000),
+    "citations_not_json",
+    answer=True,
+)
+line_case(
+    "citations-not-a-list",
+    bad("c-dict", citations={"chunk_id": "kb-1#c1", "span": "s", "claim": "c"}),
+    "citations_not_list",
+    answer=True,
+)
 line_case("citations-number", bad("c-num", citations=5), "citations_not_list", answer=True)
-line_case("citations-string-holding-an-object", bad("c-strobj", citations='{"a": 1}'), "citations_not_list", answer=True)
+line_case(
+    "citations-string-holding-an-object", bad("c-strobj", citations='{"a": 1}'), "citations_not_list", answer=True
+)
 line_case("citation-not-object", with_citation("c-entry", "kb-1#c1"), "citation_not_object", answer=True)
-line_case("citation-missing-chunk-id", with_citation("c-nochunk", {"span": "s", "claim": "c"}), "citation_missing_key", answer=True)
-line_case("citation-missing-claim", with_citation("c-noclaim", {"chunk_id": "kb-1#c1", "span": "Refunds take"}), "citation_missing_key", answer=True)
-line_case("citation-null-span", with_citation("c-nullspan", {"chunk_id": "kb-1#c1", "span": None, "claim": "c"}), "citation_missing_key", answer=True)
-line_case("citation-span-int", with_citation("c-intspan", {"chunk_id": "kb-1#c1", "span": 3, "claim": "c"}), "citation_wrong_type", answer=True)
-line_case("citation-empty-claim", with_citation("c-emptyclaim", {"chunk_id": "kb-1#c1", "span": "Refunds take", "claim": ""}), "citation_empty_field", answer=True)
+line_case(
+    "citation-missing-chunk-id",
+    with_citation("c-nochunk", {"span": "s", "claim": "c"}),
+    "citation_missing_key",
+    answer=True,
+)
+line_case(
+    "citation-missing-claim",
+    with_citation("c-noclaim", {"chunk_id": "kb-1#c1", "span": "Refunds take"}),
+    "citation_missing_key",
+    answer=True,
+)
+line_case(
+    "citation-null-span",
+    with_citation("c-nullspan", {"chunk_id": "kb-1#c1", "span": None, "claim": "c"}),
+    "citation_missing_key",
+    answer=True,
+)
+line_case(
+    "citation-span-int",
+    with_citation("c-intspan", {"chunk_id": "kb-1#c1", "span": 3, "claim": "c"}),
+    "citation_wrong_type",
+    answer=True,
+)
+line_case(
+    "citation-empty-claim",
+    with_citation("c-emptyclaim", {"chunk_id": "kb-1#c1", "span": "Refunds take", "claim": ""}),
+    "citation_empty_field",
+    answer=True,
+)
 line_case(
     "citation-span-empty-after-normalization",
     with_citation("c-zwspan", {"chunk_id": "kb-1#c1", "span": "\u00ad\u200b\u2060", "claim": "Refunds are slow."}),
@@ -349,7 +475,9 @@ def _span_longer_check(con) -> None:
 
 line_case(
     "span-longer-than-its-chunk",
-    with_citation("span-long", {"chunk_id": "kb-1#c1", "span": CHUNKS["kb-1#c1"] + " Refunds are free of charge.", "claim": "c"}),
+    with_citation(
+        "span-long", {"chunk_id": "kb-1#c1", "span": CHUNKS["kb-1#c1"] + " Refunds are free of charge.", "claim": "c"}
+    ),
     None,
     check=_span_longer_check,
 )
@@ -373,22 +501,66 @@ line_case("unknown-surface", _no_template, None, check=_unknown_surface_check)
 
 
 def _unknown_template_check(con) -> None:
-    rows = con.sql("select profile_status, template, prompt_raw from prompts where request_id = 'bad-template'").fetchall()
+    rows = con.sql(
+        "select profile_status, template, prompt_raw from prompts where request_id = 'bad-template'"
+    ).fetchall()
     assert rows == [("unknown_template", "my-own-template", good(0)["prompt"])]
     assert con.sql("select count(*) from citations where request_id = 'bad-template'").fetchall() == [(0,)]
 
 
-line_case("unknown-template", bad("template", template="my-own-template"), "unknown_template", answer=True, check=_unknown_template_check)
-line_case("json-prompt-not-json", bad("j-notjson", prompt_encoding="json", prompt='{"messages": [{"role": "user", "content": "x"}'), "prompt_undecodable")
-line_case("json-prompt-without-messages", bad("j-nomsg", prompt_encoding="json", prompt='{"model": "gpt", "temperature": 0}'), "prompt_undecodable")
-line_case("json-prompt-messages-not-list", bad("j-msgstr", prompt_encoding="json", prompt='{"messages": "Context: ..."}'), "prompt_undecodable")
+line_case(
+    "unknown-template",
+    bad("template", template="my-own-template"),
+    "unknown_template",
+    answer=True,
+    check=_unknown_template_check,
+)
+line_case(
+    "json-prompt-not-json",
+    bad("j-notjson", prompt_encoding="json", prompt='{"messages": [{"role": "user", "content": "x"}'),
+    "prompt_undecodable",
+)
+line_case(
+    "json-prompt-without-messages",
+    bad("j-nomsg", prompt_encoding="json", prompt='{"model": "gpt", "temperature": 0}'),
+    "prompt_undecodable",
+)
+line_case(
+    "json-prompt-messages-not-list",
+    bad("j-msgstr", prompt_encoding="json", prompt='{"messages": "Context: ..."}'),
+    "prompt_undecodable",
+)
 line_case("json-prompt-array", bad("j-array", prompt_encoding="json", prompt="[1, 2]"), "prompt_undecodable")
-line_case("json-prompt-deeply-nested", bad("j-deep", prompt_encoding="json", prompt="[" * 100_000 + "]" * 100_000), "prompt_undecodable")
-line_case("python-repr-code-not-literal", bad("py-code", prompt_encoding="python_repr", prompt="__import__('os').system('touch pwned')"), "prompt_undecodable")
-line_case("python-repr-unterminated", bad("py-open", prompt_encoding="python_repr", prompt="'Answer using only the context"), "prompt_undecodable")
-line_case("python-repr-list-not-str", bad("py-list", prompt_encoding="python_repr", prompt="['Answer', 'using']"), "prompt_undecodable")
-line_case("python-repr-bytes-not-str", bad("py-bytes", prompt_encoding="python_repr", prompt="b'Answer using only'"), "prompt_undecodable")
-line_case("python-repr-deeply-nested", bad("py-deep", prompt_encoding="python_repr", prompt="(" * 100_000 + ")" * 100_000), "prompt_undecodable")
+line_case(
+    "json-prompt-deeply-nested",
+    bad("j-deep", prompt_encoding="json", prompt="[" * 100_000 + "]" * 100_000),
+    "prompt_undecodable",
+)
+line_case(
+    "python-repr-code-not-literal",
+    bad("py-code", prompt_encoding="python_repr", prompt="__import__('os').system('touch pwned')"),
+    "prompt_undecodable",
+)
+line_case(
+    "python-repr-unterminated",
+    bad("py-open", prompt_encoding="python_repr", prompt="'Answer using only the context"),
+    "prompt_undecodable",
+)
+line_case(
+    "python-repr-list-not-str",
+    bad("py-list", prompt_encoding="python_repr", prompt="['Answer', 'using']"),
+    "prompt_undecodable",
+)
+line_case(
+    "python-repr-bytes-not-str",
+    bad("py-bytes", prompt_encoding="python_repr", prompt="b'Answer using only'"),
+    "prompt_undecodable",
+)
+line_case(
+    "python-repr-deeply-nested",
+    bad("py-deep", prompt_encoding="python_repr", prompt="(" * 100_000 + ")" * 100_000),
+    "prompt_undecodable",
+)
 line_case(
     "python-repr-unhashable-literal",
     bad("py-unhashable", prompt_encoding="python_repr", prompt="{[]: 'Answer'}"),
@@ -421,14 +593,21 @@ def _write_truncated_gz(landing: Path) -> None:
 
 
 def _truncated_gz_check(con) -> None:
-    rows = con.sql("select status, lines_read, records_ingested from ingested_files where file_name = 't.jsonl.gz'").fetchall()
+    rows = con.sql(
+        "select status, lines_read, records_ingested from ingested_files where file_name = 't.jsonl.gz'"
+    ).fetchall()
     assert rows == [("failed", 3, 3)]
 
 
 # line None: README says whole-file rows have line_no 0, the code writes the line after the last one read
 # (see test_file_unreadable_is_a_whole_file_row)
-file_case("truncated-gz", _write_truncated_gz, [("t.jsonl.gz", None, "file_unreadable")],
-          {"t.jsonl.gz": ["good-1", "good-2", "good-3"], "a.jsonl": ["good-4"]}, check=_truncated_gz_check)
+file_case(
+    "truncated-gz",
+    _write_truncated_gz,
+    [("t.jsonl.gz", None, "file_unreadable")],
+    {"t.jsonl.gz": ["good-1", "good-2", "good-3"], "a.jsonl": ["good-4"]},
+    check=_truncated_gz_check,
+)
 
 
 def _write_not_gzip(landing: Path) -> None:
@@ -436,7 +615,9 @@ def _write_not_gzip(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(2)])
 
 
-file_case("gz-name-plain-content", _write_not_gzip, [("plain.jsonl.gz", None, "file_unreadable")], {"a.jsonl": ["good-2"]})
+file_case(
+    "gz-name-plain-content", _write_not_gzip, [("plain.jsonl.gz", None, "file_unreadable")], {"a.jsonl": ["good-2"]}
+)
 
 
 def _write_non_log(landing: Path) -> None:
@@ -445,8 +626,12 @@ def _write_non_log(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1), good(2)])
 
 
-file_case("non-log-files", _write_non_log, [("a.jsonl.bak", 0, "not_a_log_file"), ("notes.txt", 0, "not_a_log_file")],
-          {"a.jsonl": ["good-1", "good-2"]})
+file_case(
+    "non-log-files",
+    _write_non_log,
+    [("a.jsonl.bak", 0, "not_a_log_file"), ("notes.txt", 0, "not_a_log_file")],
+    {"a.jsonl": ["good-1", "good-2"]},
+)
 
 
 def _write_directory(landing: Path) -> None:
@@ -455,7 +640,12 @@ def _write_directory(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1), good(2)])
 
 
-file_case("directory-named-like-a-log", _write_directory, [("2026-11-02.jsonl", 0, "not_a_file")], {"a.jsonl": ["good-1", "good-2"]})
+file_case(
+    "directory-named-like-a-log",
+    _write_directory,
+    [("2026-11-02.jsonl", 0, "not_a_file")],
+    {"a.jsonl": ["good-1", "good-2"]},
+)
 
 
 def _write_dangling_symlink(landing: Path) -> None:
@@ -463,7 +653,12 @@ def _write_dangling_symlink(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1)])
 
 
-file_case("dangling-symlink-out-of-the-folder", _write_dangling_symlink, [("gone.jsonl", 0, "symlink_outside_landing")], {"a.jsonl": ["good-1"]})
+file_case(
+    "dangling-symlink-out-of-the-folder",
+    _write_dangling_symlink,
+    [("gone.jsonl", 0, "symlink_outside_landing")],
+    {"a.jsonl": ["good-1"]},
+)
 
 
 def _write_dangling_symlink_inside(landing: Path) -> None:
@@ -471,7 +666,12 @@ def _write_dangling_symlink_inside(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1)])
 
 
-file_case("dangling-symlink-in-the-folder", _write_dangling_symlink_inside, [("gone.jsonl", 0, "not_a_file")], {"a.jsonl": ["good-1"]})
+file_case(
+    "dangling-symlink-in-the-folder",
+    _write_dangling_symlink_inside,
+    [("gone.jsonl", 0, "not_a_file")],
+    {"a.jsonl": ["good-1"]},
+)
 
 
 def _write_empty(landing: Path) -> None:
@@ -480,7 +680,9 @@ def _write_empty(landing: Path) -> None:
 
 
 def _empty_check(con) -> None:
-    rows = con.sql("select status, lines_read, records_ingested, records_rejected from ingested_files where file_name = 'empty.jsonl'").fetchall()
+    rows = con.sql(
+        "select status, lines_read, records_ingested, records_rejected from ingested_files where file_name = 'empty.jsonl'"
+    ).fetchall()
     assert rows == [("complete", 0, 0, 0)]
 
 
@@ -492,7 +694,12 @@ def _write_only_newlines(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1)])
 
 
-file_case("file-of-blank-lines", _write_only_newlines, [("blank.jsonl", 1, "empty_line"), ("blank.jsonl", 2, "empty_line")], {"a.jsonl": ["good-1"]})
+file_case(
+    "file-of-blank-lines",
+    _write_only_newlines,
+    [("blank.jsonl", 1, "empty_line"), ("blank.jsonl", 2, "empty_line")],
+    {"a.jsonl": ["good-1"]},
+)
 
 
 def _write_bad_file_beside_good(landing: Path) -> None:
@@ -500,11 +707,18 @@ def _write_bad_file_beside_good(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1), good(2)])
 
 
-file_case("binary-file-beside-a-good-one", _write_bad_file_beside_good,
-          # a lone CR ends a line too: b"\x00\x00\x00\rIHDR" is lines 3 and 4
-          [("binary.jsonl", 1, "invalid_utf8"), ("binary.jsonl", 2, "invalid_json"), ("binary.jsonl", 3, "nul_byte"),
-           ("binary.jsonl", 4, "invalid_json")],
-          {"a.jsonl": ["good-1", "good-2"]})
+file_case(
+    "binary-file-beside-a-good-one",
+    _write_bad_file_beside_good,
+    # a lone CR ends a line too: b"\x00\x00\x00\rIHDR" is lines 3 and 4
+    [
+        ("binary.jsonl", 1, "invalid_utf8"),
+        ("binary.jsonl", 2, "invalid_json"),
+        ("binary.jsonl", 3, "nul_byte"),
+        ("binary.jsonl", 4, "invalid_json"),
+    ],
+    {"a.jsonl": ["good-1", "good-2"]},
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -534,13 +748,19 @@ def assert_ledger_balances(con, landing: Path) -> None:
             "select count(*) from ingest_rejects where source_file = $f and not list_contains($file_reasons, reason)",
             params={**params, "file_reasons": list(FILE_REASONS)},
         ).fetchall()
-        [(answer_rows,)] = con.sql("select count(*) from answer_rejects where source_file = $f", params=params).fetchall()
+        [(answer_rows,)] = con.sql(
+            "select count(*) from answer_rejects where source_file = $f", params=params
+        ).fetchall()
         assert (stored, line_rejects, answer_rows) == (ingested, rejected, answers), name
         if status == "complete" and not name.endswith(".gz"):
             assert read == physical_lines(landing / name), name  # no line of the file went unread
     # nothing in the tables comes from a file the ledger does not know
     known = {row[0] for row in ledger}
-    for table, column in (("prompts", "source_file"), ("ingest_rejects", "source_file"), ("answer_rejects", "source_file")):
+    for table, column in (
+        ("prompts", "source_file"),
+        ("ingest_rejects", "source_file"),
+        ("answer_rejects", "source_file"),
+    ):
         assert {f for (f,) in con.sql(f"select distinct {column} from {table}").fetchall()} <= known, table
 
 
@@ -555,18 +775,21 @@ def assert_case(con, landing: Path, case: Case) -> None:
     answers = con.sql("select source_file, source_line, reason from answer_rejects order by all").fetchall()
     assert answers == sorted(case.answer_rejects)
     for name, ids in case.prompts.items():
-        stored = con.sql("select request_id from prompts where source_file = $f order by source_line", params={"f": name}).fetchall()
+        stored = con.sql(
+            "select request_id from prompts where source_file = $f order by source_line", params={"f": name}
+        ).fetchall()
         assert [r for (r,) in stored] == ids, name
     assert table_counts(con)["prompts"] == sum(len(ids) for ids in case.prompts.values())
-    conflicts = con.sql("select request_id, source_file, source_line, existing_source from prompt_conflicts order by all").fetchall()
+    conflicts = con.sql(
+        "select request_id, source_file, source_line, existing_source from prompt_conflicts order by all"
+    ).fetchall()
     assert conflicts == case.conflicts
     assert_ledger_balances(con, landing)
 
 
 def _params(cases: list[Case]):
     return [
-        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=c.bug)] if c.bug else [])
-        for c in cases
+        pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=c.bug)] if c.bug else []) for c in cases
     ]
 
 
@@ -605,8 +828,14 @@ def test_file_unreadable_is_a_whole_file_row(con, landing):
 
 
 LINE_CASES = [c for c in CASES if c.line is not None and c.bug is None]
-CRASHING = ("lone-surrogate-in-prompt", "lone-surrogate-in-request-id", "timestamp-past-year-9999-in-utc",
-            "timestamp-before-year-1-in-utc", "retrieved-rank-beyond-int32", "python-repr-unhashable-literal")
+CRASHING = (
+    "lone-surrogate-in-prompt",
+    "lone-surrogate-in-request-id",
+    "timestamp-past-year-9999-in-utc",
+    "timestamp-before-year-1-in-utc",
+    "retrieved-rank-beyond-int32",
+    "python-repr-unhashable-literal",
+)
 BUG_LINE_CASES = [c for c in CASES if c.id in CRASHING]
 
 
@@ -652,7 +881,12 @@ def test_all_bad_lines_in_one_file(tmp_path, landing):
             [(read, ingested, rejected, answers)] = con.sql(
                 "select lines_read, records_ingested, records_rejected, answers_rejected from ingested_files"
             ).fetchall()
-            assert (read, ingested, rejected, answers) == (len(lines), len(expect["ids"]), len(expect["rejects"]), len(expect["answers"]))
+            assert (read, ingested, rejected, answers) == (
+                len(lines),
+                len(expect["ids"]),
+                len(expect["rejects"]),
+                len(expect["answers"]),
+            )
             assert_ledger_balances(con, landing)
             results.append((table_counts(con), rejects, stored))
     assert results[0] == results[1]

@@ -58,7 +58,11 @@ def test_not_calibrated_on_too_few_negatives():
 def test_gate_status():
     good = false_pass_summary(pairs([("no", "no")] * 60 + [("partial", "no")] * 40), threshold=0.1, min_negatives=30)
     bad = false_pass_summary(pairs([("no", "yes")] * 10 + [("no", "no")] * 50), threshold=0.1, min_negatives=30)
-    assert [s["status"] for s in gate_status([("a", "high"), ("b", "low"), ("c", "off")], good)] == ["enforced", "enforced", "off"]
+    assert [s["status"] for s in gate_status([("a", "high"), ("b", "low"), ("c", "off")], good)] == [
+        "enforced",
+        "enforced",
+        "off",
+    ]
     [b] = gate_status([("a", "high")], bad)
     assert b["status"] == "uncalibrated" and "upper bound" in b["why"]
     [none] = gate_status([("a", "high")], [])

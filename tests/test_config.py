@@ -130,8 +130,12 @@ def test_judge_concurrency_zero_names_the_key(tmp_path):
         ("judge", "backoff_max_s", 0, r"judge\.backoff_max_s = 0: expected a number > 0"),
         ("judge", "prices", 5, r"\[judge\.prices\] must be a table"),
         ("calibration", "labels", 5, r"calibration\.labels = 5: expected a non-empty string"),
-        ("calibration", "false_pass_threshold", 1,
-         r"calibration\.false_pass_threshold = 1: expected a number in \(0, 1\)"),
+        (
+            "calibration",
+            "false_pass_threshold",
+            1,
+            r"calibration\.false_pass_threshold = 1: expected a number in \(0, 1\)",
+        ),
         ("calibration", "false_pass_threshold", 0, r"calibration\.false_pass_threshold = 0"),
         ("calibration", "min_negatives", -1, r"calibration\.min_negatives = -1: expected an integer >= 0"),
         ("calibration", "min_negatives", 30.0, r"calibration\.min_negatives = 30\.0: expected an integer >= 0"),
@@ -183,8 +187,14 @@ def test_bad_judge_prices(prices, message):
 def test_good_values_are_kept_and_floats_normalized():
     cfg = parse_config(
         {
-            "judge": {"base_url": "http://localhost:8000/v1", "api_key_env": "_MY_KEY2", "timeout_s": 5,
-                      "max_retries": 0, "backoff_base_s": 0, "prices": {"m": {"input": 0, "output": 1}}},
+            "judge": {
+                "base_url": "http://localhost:8000/v1",
+                "api_key_env": "_MY_KEY2",
+                "timeout_s": 5,
+                "max_retries": 0,
+                "backoff_base_s": 0,
+                "prices": {"m": {"input": 0, "output": 1}},
+            },
             "calibration": {"min_negatives": 0, "false_pass_threshold": 0.05},
             "queue": {"best_evidence_k": 0},
             "surfaces": {"web": {"sample_rate": 1, "owner": "web-team"}},
@@ -202,8 +212,10 @@ def test_good_values_are_kept_and_floats_normalized():
     [
         ({"ingets": {}}, r"unknown key 'ingets'"),
         ({"surfaces": {"web": {"owners": "x"}}}, r"unknown key 'surfaces\.web\.owners'"),
-        ({"templates": {"t": {"context_start": "x", "chunk_header": "(?P<ref>x)", "chunk_refs": "x"}}},
-         r"unknown key 'templates\.t\.chunk_refs'"),
+        (
+            {"templates": {"t": {"context_start": "x", "chunk_header": "(?P<ref>x)", "chunk_refs": "x"}}},
+            r"unknown key 'templates\.t\.chunk_refs'",
+        ),
         ({"judge": {"api_key": "sk-123"}}, r"unknown key 'judge\.api_key'"),
         ({"calibration": {"label": "x"}}, r"unknown key 'calibration\.label'"),
         ({"queue": {"owner": "x"}}, r"unknown key 'queue\.owner'"),
@@ -222,10 +234,14 @@ def test_unknown_keys_in_every_section(raw, message):
         ({"judge": 5}, r"\[judge\] must be a table"),
         ({"ingest": []}, r"\[ingest\] must be a table"),
         ({"surfaces": {"web": 1}}, r"\[surfaces\.web\] must be a table"),
-        ({"templates": {"t": {"context_start": 5, "chunk_header": "(?P<ref>x)"}}},
-         r"templates\.t\.context_start = 5: expected a string"),
-        ({"templates": {"t": {"context_start": "x", "chunk_header": "(?P<ref>x)", "chunk_ref": ["x"]}}},
-         r"templates\.t\.chunk_ref = \['x'\]: expected a string"),
+        (
+            {"templates": {"t": {"context_start": 5, "chunk_header": "(?P<ref>x)"}}},
+            r"templates\.t\.context_start = 5: expected a string",
+        ),
+        (
+            {"templates": {"t": {"context_start": "x", "chunk_header": "(?P<ref>x)", "chunk_ref": ["x"]}}},
+            r"templates\.t\.chunk_ref = \['x'\]: expected a string",
+        ),
         ({"queue": {"owners": {"support_no": 5}}}, r"queue\.owners\.support_no = 5: expected a non-empty string"),
     ],
 )

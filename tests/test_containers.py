@@ -55,9 +55,15 @@ def test_chat_completions_parts_tool_calls_and_tool_messages():
                     "role": "user",
                     "content": [
                         {"type": "text", "text": f"Sources:\n[kb-112#3] {CHUNK_A}"},
-                        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}", "detail": "low"}},
+                        {
+                            "type": "image_url",
+                            "image_url": {"url": f"data:image/png;base64,{PNG_B64}", "detail": "low"},
+                        },
                         {"type": "input_audio", "input_audio": {"data": WAV_B64, "format": "wav"}},
-                        {"type": "file", "file": {"filename": "policy.pdf", "file_data": f"data:application/pdf;base64,{PDF_B64}"}},
+                        {
+                            "type": "file",
+                            "file": {"filename": "policy.pdf", "file_data": f"data:application/pdf;base64,{PDF_B64}"},
+                        },
                         {"type": "text", "text": QUESTION},
                     ],
                 },
@@ -65,7 +71,11 @@ def test_chat_completions_parts_tool_calls_and_tool_messages():
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "call_1", "type": "function", "function": {"name": "search_kb", "arguments": '{"q": "refund"}'}}
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "search_kb", "arguments": '{"q": "refund"}'},
+                        }
                     ],
                 },
                 {"role": "tool", "tool_call_id": "call_1", "content": f"[kb-087#1] {CHUNK_B}"},
@@ -87,13 +97,29 @@ def test_chat_completions_parts_tool_calls_and_tool_messages():
 
 
 def test_chat_completions_string_content_unchanged():
-    prompt = body({"model": "gpt", "messages": [{"role": "system", "content": f"Context:\n{CHUNK_A}"}, {"role": "user", "content": QUESTION}]})
+    prompt = body(
+        {
+            "model": "gpt",
+            "messages": [{"role": "system", "content": f"Context:\n{CHUNK_A}"}, {"role": "user", "content": QUESTION}],
+        }
+    )
     assert decode_prompt(prompt, "json") == [("system", f"Context:\n{CHUNK_A}"), ("user", QUESTION)]
     assert decode_body(prompt, "json").skipped == {}
 
 
 def test_decode_prompt_returns_plain_two_tuples():
-    prompt = body({"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": CHUNK_A}}]}]})
+    prompt = body(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": CHUNK_A}}
+                    ],
+                }
+            ]
+        }
+    )
     pairs = decode_prompt(prompt, "json")
     assert pairs == [("document", CHUNK_A)]
     assert all(type(p) is tuple and len(p) == 2 for p in pairs)
@@ -117,8 +143,17 @@ def test_completions_prompt_string_and_list_of_strings():
         Message("text", f"Context: {CHUNK_A}\nQ: {QUESTION}")
     ]
     # what langchain_openai.OpenAI sends: a list of prompt strings, each its own prompt
-    d = decode({"model": "gpt-3.5-turbo-instruct", "prompt": [f"Context: {CHUNK_A}\nQ: {QUESTION}", f"Context: {CHUNK_B}"],
-                "max_tokens": 256, "temperature": 0.7, "n": 1, "logit_bias": {}, "seed": None})
+    d = decode(
+        {
+            "model": "gpt-3.5-turbo-instruct",
+            "prompt": [f"Context: {CHUNK_A}\nQ: {QUESTION}", f"Context: {CHUNK_B}"],
+            "max_tokens": 256,
+            "temperature": 0.7,
+            "n": 1,
+            "logit_bias": {},
+            "seed": None,
+        }
+    )
     assert d.messages == [Message("text", f"Context: {CHUNK_A}\nQ: {QUESTION}"), Message("text", f"Context: {CHUNK_B}")]
     assert d.skipped == {}
 
@@ -150,11 +185,21 @@ def test_responses_items_function_calls_and_parts():
                     "content": [
                         {"type": "input_text", "text": QUESTION},
                         {"type": "input_image", "detail": "auto", "image_url": f"data:image/png;base64,{PNG_B64}"},
-                        {"type": "input_file", "filename": "policy.pdf", "file_data": f"data:application/pdf;base64,{PDF_B64}"},
+                        {
+                            "type": "input_file",
+                            "filename": "policy.pdf",
+                            "file_data": f"data:application/pdf;base64,{PDF_B64}",
+                        },
                     ],
                 },
                 {"type": "reasoning", "id": "rs_1", "summary": []},
-                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "search_kb", "arguments": '{"q": "refunds"}'},
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "search_kb",
+                    "arguments": '{"q": "refunds"}',
+                },
                 {"type": "function_call_output", "call_id": "call_1", "output": f"[kb-112#3] {CHUNK_A}"},
                 {"type": "function_call", "call_id": "call_2", "name": "search_kb", "arguments": '{"q": "credit"}'},
                 {
@@ -247,7 +292,10 @@ def test_anthropic_document_blocks_every_source_kind():
                                 "type": "content",
                                 "content": [
                                     {"type": "text", "text": CHUNK_B},
-                                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+                                    {
+                                        "type": "image",
+                                        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                                    },
                                     {"type": "text", "text": "Gift cards are not refundable."},
                                 ],
                             },
@@ -270,7 +318,11 @@ def test_anthropic_document_blocks_every_source_kind():
     assert d.messages == [
         Message("document", CHUNK_A, DocumentBlock("document", 0, "kb-112#3", None, "Refund policy, updated 2026-10")),
         Message("document", "", DocumentBlock("document", 1, "Card terms (PDF)", None, None)),
-        Message("document", f"{CHUNK_B}\n\nGift cards are not refundable.", DocumentBlock("document", 2, "kb-087", None, None)),
+        Message(
+            "document",
+            f"{CHUNK_B}\n\nGift cards are not refundable.",
+            DocumentBlock("document", 2, "kb-087", None, None),
+        ),
         Message("document", "", DocumentBlock("document", 3, None, "https://example.com/terms.pdf", None)),
         Message("document", "One plain string block.", DocumentBlock("document", 4, None, None, None)),
         Message("user", QUESTION),
@@ -278,11 +330,26 @@ def test_anthropic_document_blocks_every_source_kind():
     assert d.skipped == {"document:base64": 1, "document:url": 1, "image": 1}
     assert_no_base64(d)
     # not merged into the surrounding message (the old decoder appended source.data to the user text)
-    assert decode_prompt(body({"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "Before."},
-        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": CHUNK_A}},
-        {"type": "text", "text": "After."},
-    ]}]}), "json") == [("user", "Before."), ("document", CHUNK_A), ("user", "After.")]
+    assert decode_prompt(
+        body(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "Before."},
+                            {
+                                "type": "document",
+                                "source": {"type": "text", "media_type": "text/plain", "data": CHUNK_A},
+                            },
+                            {"type": "text", "text": "After."},
+                        ],
+                    }
+                ]
+            }
+        ),
+        "json",
+    ) == [("user", "Before."), ("document", CHUNK_A), ("user", "After.")]
 
 
 def test_anthropic_search_results_tool_use_and_tool_results():
@@ -293,7 +360,12 @@ def test_anthropic_search_results_tool_use_and_tool_results():
         "content": [{"type": "text", "text": CHUNK_A}, {"type": "text", "text": "Approval takes one day."}],
         "citations": {"enabled": True},
     }
-    search_b = {"type": "search_result", "source": "kb-087#1", "title": "Store credit", "content": [{"type": "text", "text": CHUNK_B}]}
+    search_b = {
+        "type": "search_result",
+        "source": "kb-087#1",
+        "title": "Store credit",
+        "content": [{"type": "text", "text": CHUNK_B}],
+    }
     d = decode(
         {
             "model": "claude-sonnet-4-5",
@@ -319,10 +391,18 @@ def test_anthropic_search_results_tool_use_and_tool_results():
                             "tool_use_id": "toolu_02",
                             "content": [
                                 {"type": "text", "text": "Order A-1: refunded 2026-11-01."},
-                                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+                                {
+                                    "type": "image",
+                                    "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                                },
                             ],
                         },
-                        {"type": "tool_result", "tool_use_id": "toolu_03", "content": "Order A-2: not found.", "is_error": True},
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_03",
+                            "content": "Order A-2: not found.",
+                            "is_error": True,
+                        },
                         {
                             "type": "document",
                             "source": {"type": "text", "media_type": "text/plain", "data": "Terms apply."},
@@ -336,7 +416,11 @@ def test_anthropic_search_results_tool_use_and_tool_results():
     )
     assert d.messages == [
         Message("system", "Answer with citations."),
-        Message("document", f"{CHUNK_A}\n\nApproval takes one day.", DocumentBlock("search_result", 0, "Refund policy", "kb-112#3", None)),
+        Message(
+            "document",
+            f"{CHUNK_A}\n\nApproval takes one day.",
+            DocumentBlock("search_result", 0, "Refund policy", "kb-112#3", None),
+        ),
         Message("user", QUESTION),
         Message("assistant", "Let me search."),
         Message("document", CHUNK_B, DocumentBlock("search_result", 1, "Store credit", "kb-087#1", None)),
@@ -354,13 +438,28 @@ def test_anthropic_search_results_tool_use_and_tool_results():
 
 OTEL_MESSAGES = [
     {"role": "system", "parts": [{"type": "text", "content": f"Sources:\n(source: kb-112#3) {CHUNK_A}"}]},
-    {"role": "user", "parts": [{"type": "text", "content": QUESTION},
-                               {"type": "blob", "modality": "image", "mime_type": "image/png", "content": PNG_B64},
-                               {"type": "uri", "modality": "image", "uri": "https://example.com/receipt.png"}]},
-    {"role": "assistant", "parts": [{"type": "reasoning", "content": "look it up"},
-                                    {"type": "tool_call", "id": "call_1", "name": "search_kb", "arguments": {"q": "credit"}}]},
-    {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": f"(source: kb-087#1) {CHUNK_B}"},
-                               {"type": "tool_call_response", "id": "call_2", "response": {"hits": 0}}]},
+    {
+        "role": "user",
+        "parts": [
+            {"type": "text", "content": QUESTION},
+            {"type": "blob", "modality": "image", "mime_type": "image/png", "content": PNG_B64},
+            {"type": "uri", "modality": "image", "uri": "https://example.com/receipt.png"},
+        ],
+    },
+    {
+        "role": "assistant",
+        "parts": [
+            {"type": "reasoning", "content": "look it up"},
+            {"type": "tool_call", "id": "call_1", "name": "search_kb", "arguments": {"q": "credit"}},
+        ],
+    },
+    {
+        "role": "tool",
+        "parts": [
+            {"type": "tool_call_response", "id": "call_1", "response": f"(source: kb-087#1) {CHUNK_B}"},
+            {"type": "tool_call_response", "id": "call_2", "response": {"hits": 0}},
+        ],
+    },
 ]
 OTEL_EXPECTED = [
     Message("system", f"Sources:\n(source: kb-112#3) {CHUNK_A}"),
@@ -398,11 +497,30 @@ def test_unknown_part_types_are_skipped_and_counted_never_fatal():
         {
             "system": [{"type": "text", "text": "S"}, {"type": "hologram", "data": "zzz"}],
             "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "hologram", "data": "zzz"}, 7, None,
-                                             {"text": "untyped text"}, {"data": "untyped, no text"}, {"type": {"weird": 1}}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "a"},
+                        {"type": "hologram", "data": "zzz"},
+                        7,
+                        None,
+                        {"text": "untyped text"},
+                        {"data": "untyped, no text"},
+                        {"type": {"weird": 1}},
+                    ],
+                },
                 {"role": "user", "content": [{"type": "document", "source": {"type": "hologram"}, "title": "t"}]},
-                {"role": "user", "content": [{"type": "search_result", "source": "s", "title": "T",
-                                              "content": [{"type": "text", "text": "x"}, {"type": "hologram"}]}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "search_result",
+                            "source": "s",
+                            "title": "T",
+                            "content": [{"type": "text", "text": "x"}, {"type": "hologram"}],
+                        }
+                    ],
+                },
             ],
         }
     )
@@ -412,8 +530,17 @@ def test_unknown_part_types_are_skipped_and_counted_never_fatal():
         Message("document", "", DocumentBlock("document", 0, "t", None, None)),
         Message("document", "x", DocumentBlock("search_result", 0, "T", "s", None)),
     ]
-    assert d.skipped == {"hologram": 3, "<a number>": 1, "<null>": 1, "<untyped>": 1, "<an object>": 1, "document:hologram": 1}
-    d = decode({"input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"}, {"role": "user", "content": "q"}]})
+    assert d.skipped == {
+        "hologram": 3,
+        "<a number>": 1,
+        "<null>": 1,
+        "<untyped>": 1,
+        "<an object>": 1,
+        "document:hologram": 1,
+    }
+    d = decode(
+        {"input": [{"type": "web_search_call", "id": "ws_1", "status": "completed"}, {"role": "user", "content": "q"}]}
+    )
     assert d.messages == [Message("user", "q")] and d.skipped == {"web_search_call": 1}
 
 
@@ -427,8 +554,14 @@ def test_unknown_part_types_are_skipped_and_counted_never_fatal():
         ("[]", "empty list"),
         ('{"model": "gpt", "temperature": 0}', "has no 'messages', 'input', 'prompt'"),
         ('{"messages": "Context: ..."}', "messages: is a string, not a list"),
-        ('{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, "c"]}', r"messages\[2\]: is a string, not a message object"),
-        ('{"messages": [{"role": "user", "content": "a"}, {"role": "user"}]}', r"messages\[1\]: has no 'content' or 'parts'"),
+        (
+            '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, "c"]}',
+            r"messages\[2\]: is a string, not a message object",
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "a"}, {"role": "user"}]}',
+            r"messages\[1\]: has no 'content' or 'parts'",
+        ),
         ('{"messages": [{"role": "user", "content": 5}]}', r"messages\[0\]\.content: is a number"),
         ('{"messages": [{"role": "tool", "parts": {"type": "text"}}]}', r"messages\[0\]\.parts: is an object"),
         ('{"input": 3}', "input: is a number"),

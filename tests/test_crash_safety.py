@@ -28,7 +28,9 @@ def counts(warehouse):
             "prompts": con.sql("select count(*), count(distinct request_id) from prompts").fetchall()[0],
             "citations": con.sql("select count(*), count(distinct citation_id) from citations").fetchall()[0],
             "provenance": con.sql("select count(*), count(distinct citation_id) from provenance_results").fetchall()[0],
-            "ledger": con.sql("select sum(lines_read), sum(records_ingested), sum(records_rejected), bool_and(status = 'complete') from ingested_files").fetchall()[0],
+            "ledger": con.sql(
+                "select sum(lines_read), sum(records_ingested), sum(records_rejected), bool_and(status = 'complete') from ingested_files"
+            ).fetchall()[0],
             "rejects": con.sql("select count(*) from ingest_rejects").fetchall()[0][0],
         }
 
@@ -57,7 +59,9 @@ def test_kill_during_ingestion_then_rerun(tmp_path, dagster_home):
     assert after["prompts"][0] == after["prompts"][1]  # no duplicate row
     assert after["citations"][0] == after["citations"][1] == after["provenance"][0] == after["provenance"][1]
     lines_read, ingested, rejected, complete = after["ledger"]
-    assert complete and lines_read == ingested + rejected == summary["records"] + summary["malformed_lines"]  # no lost row
+    assert (
+        complete and lines_read == ingested + rejected == summary["records"] + summary["malformed_lines"]
+    )  # no lost row
     assert ingested == n_prompts and rejected == after["rejects"]
 
 
@@ -65,7 +69,9 @@ def test_kill_during_judging_keeps_cached_calls(tmp_path, dagster_home):
     landing = tmp_path / "landing"
     generate_logs(landing, days=1, requests_per_day=700, seed=4, malformed=False)
     config = tmp_path / "c.toml"
-    config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 8\nmax_retries = 0\ntimeout_s = 10\n")
+    config.write_text(
+        "[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 8\nmax_retries = 0\ntimeout_s = 10\n"
+    )
     warehouse = tmp_path / "w.duckdb"
     with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=0.01)) as server:
         env = {

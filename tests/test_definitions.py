@@ -18,10 +18,26 @@ def test_assets_grouped_by_stage_with_descriptions():
     graph = defs().resolve_asset_graph()
     groups = {key.to_user_string(): graph.get(key).group_name for key in graph.get_all_asset_keys()}
     assert groups["prompt_log"] == "ingest"
-    for table in ("prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"):
+    for table in (
+        "prompts",
+        "prompt_sections",
+        "retrievals",
+        "citations",
+        "ingest_rejects",
+        "answer_rejects",
+        "prompt_conflicts",
+        "ingested_files",
+    ):
         assert groups[table] == "ingest"
     assert groups["provenance_results"] == "provenance"
-    for asset in ("support_sample", "numeric_checks", "support_verdicts", "hand_labels", "judge_calibration", "support_gate_status"):
+    for asset in (
+        "support_sample",
+        "numeric_checks",
+        "support_verdicts",
+        "hand_labels",
+        "judge_calibration",
+        "support_gate_status",
+    ):
         assert groups[asset] == "support"
     for key in graph.get_all_asset_keys():
         assert graph.get(key).description, f"{key} has no description"
@@ -45,7 +61,10 @@ def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):
     at_two = datetime(2026, 11, 10, 2, 0, tzinfo=timezone.utc)
     # both as context managers: the schedule context's instance sets dagster's current defs-state storage,
     # and left open it outlives the test instance (a later Definitions load then hits a dead weakref)
-    with dg.instance_for_test() as instance, dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context,
+    ):
         [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-11-09"
 
@@ -65,7 +84,9 @@ def test_partitions_start_at_the_first_day_not_at_the_ingest_bound():
     from citegate_assets.defs.partitions import FIRST_DAY, daily_partitions, first_partition_day
     from citegate_assets.lib.records import EARLIEST_DAY
 
-    assert first_partition_day({}, today=date(2026, 11, 30)) == date(2025, 1, 1)  # default: January 1 of the previous year
+    assert first_partition_day({}, today=date(2026, 11, 30)) == date(
+        2025, 1, 1
+    )  # default: January 1 of the previous year
     assert first_partition_day({"CITEGATE_FIRST_DAY": "2026-10-01"}) == date(2026, 10, 1)
     for bad in ("yesterday", "2019-12-31"):
         try:
@@ -99,7 +120,22 @@ def test_a_range_before_the_first_partition_is_refused_before_anything_runs(tmp_
     assert not warehouse.exists()
     # the CLI: named days are refused with what to set; days found in the landing folder start at the first partition
     write_jsonl(landing / "old.jsonl", [scenario_record("plain-list", "text", logged_at=f"{old}T10:00:00Z")])
-    assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--start", old.isoformat(), "--end", old.isoformat()]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--logs",
+                str(landing),
+                "--warehouse",
+                str(warehouse),
+                "--start",
+                old.isoformat(),
+                "--end",
+                old.isoformat(),
+            ]
+        )
+        == 2
+    )
     assert "CITEGATE_FIRST_DAY" in capsys.readouterr().err
     plan = within_partitions(RunPlan(old, FIRST_DAY + timedelta(days=1)), dates_given=False)
     assert (plan.start, plan.end) == (FIRST_DAY, FIRST_DAY + timedelta(days=1))

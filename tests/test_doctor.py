@@ -50,8 +50,15 @@ def test_every_framework_surface_fits_under_auto_with_no_config(frameworks):
 
 
 def test_a_wrong_profile_does_not_fit_and_a_fitting_one_is_suggested(frameworks):
-    config = parse_config({"surfaces": {"langchain_stuff_chat": {"template": "anthropic-xml"},
-                                        "langchain_stuff_mustache": {"template": "langchain-stuff"}}}, None)
+    config = parse_config(
+        {
+            "surfaces": {
+                "langchain_stuff_chat": {"template": "anthropic-xml"},
+                "langchain_stuff_mustache": {"template": "langchain-stuff"},
+            }
+        },
+        None,
+    )
     report = doctor(frameworks, config, now=NOW)
     fits = by_surface(report)
     assert not report.ok
@@ -75,23 +82,42 @@ def test_a_wrong_profile_does_not_fit_and_a_fitting_one_is_suggested(frameworks)
 
 def _frames(records: list[dict]):
     recs = [parse_line(json.dumps(r), NOW) for r in records]
-    return build_frames(list(enumerate(recs)), parse_config({}, None), {i: ("a.jsonl", i + 1) for i in range(len(recs))}, NOW)
+    return build_frames(
+        list(enumerate(recs)), parse_config({}, None), {i: ("a.jsonl", i + 1) for i in range(len(recs))}, NOW
+    )
 
 
-@pytest.mark.parametrize("template,encoding", [("plain-list", "text"), ("anthropic-xml", "json"),
-                                               ("llamaindex-citation", "python_repr"), ("langchain-stuff-mustache", "json")])
+@pytest.mark.parametrize(
+    "template,encoding",
+    [
+        ("plain-list", "text"),
+        ("anthropic-xml", "json"),
+        ("llamaindex-citation", "python_repr"),
+        ("langchain-stuff-mustache", "json"),
+    ],
+)
 @pytest.mark.parametrize("auto", [False, True], ids=["named", "auto"])
 def test_whole_cut_missing_per_retrieved_chunk(template, encoding, auto):
     rec = scenario_record(template, encoding)
     if auto:
         rec["template"] = None
-    found = {cid: (how, end) for cid, how, end in chunk_fits(_frames([rec])).select("chunk_id", "found", "at_end").iter_rows()}
-    assert found == {"kb-1#c1": ("whole", False), "kb-2#c1": ("whole", False), "kb-3#c2": ("cut", False),
-                     "kb-4#c1": ("missing", True)}
+    found = {
+        cid: (how, end)
+        for cid, how, end in chunk_fits(_frames([rec])).select("chunk_id", "found", "at_end").iter_rows()
+    }
+    assert found == {
+        "kb-1#c1": ("whole", False),
+        "kb-2#c1": ("whole", False),
+        "kb-3#c2": ("cut", False),
+        "kb-4#c1": ("missing", True),
+    }
 
 
 def test_counts_on_a_hand_written_landing_file(landing):
-    write_jsonl(landing / "app.jsonl", [scenario_record("plain-list", "text", "r1"), scenario_record("anthropic-xml", "json", "r2")])
+    write_jsonl(
+        landing / "app.jsonl",
+        [scenario_record("plain-list", "text", "r1"), scenario_record("anthropic-xml", "json", "r2")],
+    )
     report = doctor(landing, parse_config({}, None), now=NOW)
     assert report.ok and report.reading.records == 2
     assert [f.template for f in report.fits] == ["anthropic-xml", "plain-list"]
@@ -106,15 +132,19 @@ def test_a_chunk_missing_from_the_middle_does_not_fit(landing):
     write_jsonl(landing / "app.jsonl", [rec])
     [f] = doctor(landing, parse_config({}, None), now=NOW).fits
     assert (f.whole, f.cut, f.missing, f.at_end, f.unexplained) == (2, 1, 1, 0, 1)
-    assert f.verdict() == ("does not fit: 25% of retrieved chunks not found (1 of 4) — if assembly drops them that is real; "
-                           "no built-in finds more of them")
+    assert f.verdict() == (
+        "does not fit: 25% of retrieved chunks not found (1 of 4) — if assembly drops them that is real; "
+        "no built-in finds more of them"
+    )
     assert "kb-4#c1" in f.examples["missing"].detail and f.examples["missing"].line == 1
 
 
 def test_unknown_template_and_reading_like_run_final(landing):
     a = scenario_record("plain-list", "text", "r1")
     b = {**scenario_record("plain-list", "text", "r2"), "template": "no-such"}
-    (landing / "app.jsonl").write_text("\n".join([json.dumps(a), "{not json", json.dumps(a), json.dumps(b)]))  # no final newline
+    (landing / "app.jsonl").write_text(
+        "\n".join([json.dumps(a), "{not json", json.dumps(a), json.dumps(b)])
+    )  # no final newline
     reading = read_landing(landing, parse_config({}, None), now=NOW)
     assert reading.records == 2 and reading.duplicates == 1 and dict(reading.rejected) == {"invalid_json": 1}
     report = doctor(landing, parse_config({}, None), now=NOW)
@@ -142,7 +172,10 @@ def test_cli_exit_code_says_whether_everything_fits(frameworks, tmp_path, capsys
     wrong.write_text('[surfaces.langchain_stuff_chat]\ntemplate = "anthropic-xml"\n')
     assert main(["doctor", "--logs", str(frameworks), "--config", str(wrong)]) == 1
     out = capsys.readouterr().out
-    assert "langchain_stuff_chat / anthropic-xml: does not fit: no context block in 4 of 4 prompts — try template auto" in out
+    assert (
+        "langchain_stuff_chat / anthropic-xml: does not fit: no context block in 4 of 4 prompts — try template auto"
+        in out
+    )
     assert "e.g. no context block: fx-langchain_stuff_chat-q1 at langchain_stuff_chat.jsonl:1" in out
 
 
@@ -154,4 +187,8 @@ def test_cli_prints_no_control_characters_from_logs(landing, capsys, no_ambient_
     assert main(["doctor", "--logs", str(landing)]) == 1
     out = capsys.readouterr().out
     assert not [ch for ch in out if unicodedata.category(ch) in ESCAPED_CATEGORIES and ch != "\n"]
-    assert "\\x1b[2J / anthropic-xml: does not fit" in out and "req\\x1b[2J" in out and "      \\x1b[2J [fits]\\u202e" in out
+    assert (
+        "\\x1b[2J / anthropic-xml: does not fit" in out
+        and "req\\x1b[2J" in out
+        and "      \\x1b[2J [fits]\\u202e" in out
+    )

@@ -14,8 +14,15 @@ from citegate_assets.lib.records import Record, parse_line
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 NOW = datetime(2026, 11, 20, tzinfo=timezone.utc)
-REASONS = {"ok", "fabricated_id", "dropped_before_prompt", "span_truncated", "span_missing", "span_outside_context",
-           "span_in_other_chunk"}
+REASONS = {
+    "ok",
+    "fabricated_id",
+    "dropped_before_prompt",
+    "span_truncated",
+    "span_missing",
+    "span_outside_context",
+    "span_in_other_chunk",
+}
 FILES = sorted(FIXTURES.glob("*.jsonl"))
 LOG_FILES = [f for f in FILES if f.name != "truth.jsonl"]
 
@@ -35,9 +42,17 @@ def _records(path: Path) -> list[Record]:
 
 def test_the_fixture_set_is_there():
     assert {f.stem for f in LOG_FILES} >= {
-        "llamaindex_citation", "llamaindex_citation_multimodal", "llamaindex_text_qa", "langchain_stuff_chat",
-        "langchain_stuff_responses", "langchain_stuff_completions", "langchain_stuff_mustache", "anthropic_xml",
-        "anthropic_document_blocks", "anthropic_search_results", "vllm_llama3",
+        "llamaindex_citation",
+        "llamaindex_citation_multimodal",
+        "llamaindex_text_qa",
+        "langchain_stuff_chat",
+        "langchain_stuff_responses",
+        "langchain_stuff_completions",
+        "langchain_stuff_mustache",
+        "anthropic_xml",
+        "anthropic_document_blocks",
+        "anthropic_search_results",
+        "vllm_llama3",
     }
     assert (FIXTURES / "README.md").exists()
 

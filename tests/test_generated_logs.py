@@ -49,7 +49,13 @@ def test_every_citation_gets_its_planted_reason(generated, warehouse_after_run):
     assert len(expected) == summary["citations"]
     assert got == expected
     assert set(expected.values()) == {
-        "ok", "fabricated_id", "dropped_before_prompt", "span_truncated", "span_missing", "span_outside_context", "span_in_other_chunk"
+        "ok",
+        "fabricated_id",
+        "dropped_before_prompt",
+        "span_truncated",
+        "span_missing",
+        "span_outside_context",
+        "span_in_other_chunk",
     }
 
 
@@ -58,8 +64,12 @@ def test_every_malformed_line_is_rejected_with_its_reason(generated, warehouse_a
     planted = [t for t in truth if "expected_reject" in t]
     assert len(planted) == summary["malformed_lines"] > 0
     with connect(warehouse_after_run, read_only=True) as con:
-        ingest = {(f, n): r for f, n, r in con.sql("select source_file, line_no, reason from ingest_rejects").fetchall()}
-        answers = {(f, n): r for f, n, r in con.sql("select source_file, source_line, reason from answer_rejects").fetchall()}
+        ingest = {
+            (f, n): r for f, n, r in con.sql("select source_file, line_no, reason from ingest_rejects").fetchall()
+        }
+        answers = {
+            (f, n): r for f, n, r in con.sql("select source_file, source_line, reason from answer_rejects").fetchall()
+        }
         [(read, ingested, rejected)] = con.sql(
             "select sum(lines_read), sum(records_ingested), sum(records_rejected) from ingested_files"
         ).fetchall()

@@ -37,10 +37,16 @@ def _pipeline(tmp_path: Path, landing: Path, config) -> tuple[dict, dict]:
         rows = con.sql(
             "select citation_id, reason, found_start, found_end, chunk_share_in_prompt from provenance_results"
         ).fetchall()
-        passages = query(con, "support/passages", {"start": date(2020, 1, 1), "end": date(2027, 1, 1), "buckets": 1, "bucket": 0}).fetchall()
-    results = {cid: (reason, start, end, None if share is None else round(share, 4)) for cid, reason, start, end, share in rows}
-    numeric = {cid: sorted(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
-               for cid, _, _, _, _, claim, passage, _ in passages}
+        passages = query(
+            con, "support/passages", {"start": date(2020, 1, 1), "end": date(2027, 1, 1), "buckets": 1, "bucket": 0}
+        ).fetchall()
+    results = {
+        cid: (reason, start, end, None if share is None else round(share, 4)) for cid, reason, start, end, share in rows
+    }
+    numeric = {
+        cid: sorted(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
+        for cid, _, _, _, _, claim, passage, _ in passages
+    }
     return results, numeric
 
 
@@ -64,8 +70,9 @@ def _guard(landing: Path, config) -> tuple[dict, dict]:
     for rec in _records(landing):
         template = rec.template or config.surface(rec.surface).template
         try:
-            report = guard.check_citations(rec.prompt, rec.retrieved, rec.citations, encoding=rec.prompt_encoding,
-                                           template=template, config=config)
+            report = guard.check_citations(
+                rec.prompt, rec.retrieved, rec.citations, encoding=rec.prompt_encoding, template=template, config=config
+            )
         except ValueError:
             continue  # the pipeline rejects these answers too (citation_empty_field, unknown template)
         for c in report.citations:
@@ -108,7 +115,15 @@ def test_guard_equals_the_pipeline_on_real_framework_prompts(tmp_path):
     _assert_equal(pipeline, _guard(landing, config))
 
 
-@pytest.mark.parametrize("template,encoding", [("anthropic-xml", "json"), ("llamaindex-citation", "text"), ("langchain-stuff-mustache", "json"), ("plain-list", "python_repr")])
+@pytest.mark.parametrize(
+    "template,encoding",
+    [
+        ("anthropic-xml", "json"),
+        ("llamaindex-citation", "text"),
+        ("langchain-stuff-mustache", "json"),
+        ("plain-list", "python_repr"),
+    ],
+)
 def test_guard_equals_the_pipeline_with_each_named_profile(template, encoding, tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -121,19 +136,28 @@ def test_check_prompt_reports_each_chunk_and_raise_on_fails_loudly():
     record = scenario_record("plain-list", "text")
     report = guard.check_prompt(record["prompt"], record["retrieved"])
     assert [(c.chunk_id, c.arrived) for c in report.chunks] == [
-        ("kb-1#c1", "whole"), ("kb-2#c1", "whole"), ("kb-3#c2", "cut"), ("kb-4#c1", "missing")]
+        ("kb-1#c1", "whole"),
+        ("kb-2#c1", "whole"),
+        ("kb-3#c2", "cut"),
+        ("kb-4#c1", "missing"),
+    ]
     assert 0.4 < report.chunks[2].share < 0.6 and report.context_found
     with pytest.raises(guard.GuardError) as err:
         guard.check_prompt(record["prompt"], record["retrieved"], raise_on={"cut", "missing"})
     assert err.value.failures == ["kb-3#c2: cut", "kb-4#c1: missing"]
     with pytest.raises(guard.GuardError, match="fabricated_id") as err:
-        guard.check_citations(record["prompt"], record["retrieved"], record["citations"], raise_on={"fabricated_id", "span_truncated"})
+        guard.check_citations(
+            record["prompt"], record["retrieved"], record["citations"], raise_on={"fabricated_id", "span_truncated"}
+        )
     assert err.value.failures == ["citation 1 (kb-9#c9): fabricated_id", "citation 3 (kb-3#c2): span_truncated"]
 
 
 def test_no_context_is_never_a_pass():
-    result = guard.check_citations("Just a question, no sources.", [{"chunk_id": "a", "text": "Refunds take 3 days."}],
-                                   [{"chunk_id": "a", "span": "Refunds take 3 days.", "claim": "Refunds take 3 days."}])
+    result = guard.check_citations(
+        "Just a question, no sources.",
+        [{"chunk_id": "a", "text": "Refunds take 3 days."}],
+        [{"chunk_id": "a", "span": "Refunds take 3 days.", "claim": "Refunds take 3 days."}],
+    )
     assert not result.prompt.context_found
     assert [c.reason for c in result.citations] == ["context_not_found"] and not result.ok
 
@@ -149,15 +173,25 @@ def test_bad_arguments_name_the_field():
 
 def test_to_log_record_is_a_valid_citegate_log_line(tmp_path):
     record = scenario_record("plain-list", "text")
-    line = guard.to_log_record(request_id="r-1", surface="s", answer_model="m", prompt=record["prompt"],
-                               retrieved=record["retrieved"], citations=record["citations"],
-                               logged_at=datetime(2026, 11, 2, 10, tzinfo=timezone.utc))
+    line = guard.to_log_record(
+        request_id="r-1",
+        surface="s",
+        answer_model="m",
+        prompt=record["prompt"],
+        retrieved=record["retrieved"],
+        citations=record["citations"],
+        logged_at=datetime(2026, 11, 2, 10, tzinfo=timezone.utc),
+    )
     parsed = parse_line(json.dumps(line), NOW)
-    assert isinstance(parsed, Record) and parsed.request_id == "r-1" and len(parsed.citations) == len(record["citations"])
+    assert (
+        isinstance(parsed, Record) and parsed.request_id == "r-1" and len(parsed.citations) == len(record["citations"])
+    )
 
 
 def test_the_guard_imports_no_dagster_duckdb_or_polars():
-    code = ("import sys, citegate_assets.guard; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'duckdb', 'polars', 'pyarrow'}))")
+    code = (
+        "import sys, citegate_assets.guard; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'duckdb', 'polars', 'pyarrow'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT)
     assert out.stdout.strip() == "[]"

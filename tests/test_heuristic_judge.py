@@ -308,8 +308,12 @@ def test_deterministic():
     first = [heuristic_verdict(r["passage"], r["claim"]) for r in rows]
     _passage.cache_clear()
     second = [heuristic_verdict(r["passage"], r["claim"]) for r in reversed(rows)][::-1]
-    third = [r.verdict for r in HeuristicJudge().judge(
-        [JudgeRequest(key=r["id"], passage=r["passage"], claim=r["claim"]) for r in rows])]
+    third = [
+        r.verdict
+        for r in HeuristicJudge().judge(
+            [JudgeRequest(key=r["id"], passage=r["passage"], claim=r["claim"]) for r in rows]
+        )
+    ]
     assert first == second == third
     assert set(first) <= {"yes", "partial", "no"}
 

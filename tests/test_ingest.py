@@ -18,7 +18,16 @@ def good(i: int, **changes) -> dict:
 
 
 def table_counts(con) -> dict:
-    tables = ["prompts", "prompt_sections", "retrievals", "citations", "ingest_rejects", "answer_rejects", "prompt_conflicts", "ingested_files"]
+    tables = [
+        "prompts",
+        "prompt_sections",
+        "retrievals",
+        "citations",
+        "ingest_rejects",
+        "answer_rejects",
+        "prompt_conflicts",
+        "ingested_files",
+    ]
     return {t: con.sql(f"select count(*) from {t}").fetchall()[0][0] for t in tables}
 
 
@@ -65,7 +74,11 @@ def _without(field):
         (good(9, prompt_encoding="yaml"), "unknown_prompt_encoding", "yaml"),
         (good(9, prompt_encoding="json"), "prompt_undecodable", "not valid JSON"),
         (good(9, retrieved=[{"rank": 1, "text": "t"}]), "invalid_retrieved", "chunk_id"),
-        (good(9, retrieved=[{"chunk_id": "a", "rank": 1, "text": "t"}, {"chunk_id": "a", "rank": 2, "text": "u"}]), "duplicate_chunk_id", "'a'"),
+        (
+            good(9, retrieved=[{"chunk_id": "a", "rank": 1, "text": "t"}, {"chunk_id": "a", "rank": 2, "text": "u"}]),
+            "duplicate_chunk_id",
+            "'a'",
+        ),
     ],
 )
 def test_bad_record_is_rejected_with_reason(record, reason, detail, con, landing, config):
@@ -194,7 +207,9 @@ def test_non_log_entries_are_reported_once(con, landing, config):
 def test_lines_read_equal_ingested_plus_rejected(con, landing, config):
     write_jsonl(landing / "a.jsonl", [good(1), good(1), good(2, logged_at="bad")], raw_lines=["{", "", "[]"])
     ingest_landing(con, landing, config)
-    [(read, ingested, rejected)] = con.sql("select lines_read, records_ingested, records_rejected from ingested_files").fetchall()
+    [(read, ingested, rejected)] = con.sql(
+        "select lines_read, records_ingested, records_rejected from ingested_files"
+    ).fetchall()
     assert read == 6 and ingested + rejected == read
     assert con.sql("select count(*) from prompts").fetchall()[0][0] == ingested
     assert con.sql("select count(*) from ingest_rejects").fetchall()[0][0] == rejected
@@ -209,7 +224,9 @@ def test_batches_of_one_line_give_the_same_tables(tmp_path, landing, config):
         with connect(tmp_path / name) as c:
             ensure_schema(c)
             ingest_landing(c, landing, config, batch_lines=batch_lines)
-            results.append((table_counts(c), c.sql("select citation_id, span_normalized from citations order by 1").fetchall()))
+            results.append(
+                (table_counts(c), c.sql("select citation_id, span_normalized from citations order by 1").fetchall())
+            )
     assert results[0] == results[1]
 
 

@@ -71,7 +71,9 @@ def verdict_rows(warehouse) -> pl.DataFrame:
     """One row per judged citation: its verdict, attempts, cache_hit and the (passage, claim) it was judged on."""
     with connect(warehouse, read_only=True) as con:
         pairs = passages_by_bucket(con, DAYS).select("citation_id", "passage", "claim")
-        verdicts = con.sql("select citation_id, verdict, raw_answer, attempts, cache_hit, support_pass from support_verdicts").pl()
+        verdicts = con.sql(
+            "select citation_id, verdict, raw_answer, attempts, cache_hit, support_pass from support_verdicts"
+        ).pl()
     return verdicts.join(pairs, on="citation_id", how="left")
 
 
@@ -102,8 +104,10 @@ def bodies(n: int) -> list[Reply]:
 
 def _first_calls(n: int, fault) -> Answer:
     """The first n calls fail with `fault(i)`; every later call answers yes."""
+
     def answer(request: dict, index: int) -> Reply:
         return fault(index) if index < n else Reply("yes")
+
     return answer
 
 
@@ -120,20 +124,28 @@ def _stop_after(k: int):
         if index == k:
             holder["server"].stop()  # later calls meet a closed port; this one still gets its answer
         return Reply("yes")
+
     return answer, holder
 
 
 SCENARIOS = {
     # id: (first-run answer factory, config timeout, breaker threshold, text every error row shows)
-    "429-storm": (lambda: _first_calls(STORM, lambda i: Reply(status=429, headers={"Retry-After": "0"})), 5, 100, "429"),
+    "429-storm": (
+        lambda: _first_calls(STORM, lambda i: Reply(status=429, headers={"Retry-After": "0"})),
+        5,
+        100,
+        "429",
+    ),
     "5xx-bursts": (
-        lambda: (lambda req, i: Reply(status=FIVE_XX[i % 4]) if i < 6 or 14 <= i < 22 else Reply("yes")),
-        5, 100, "50",
+        lambda: lambda req, i: Reply(status=FIVE_XX[i % 4]) if i < 6 or 14 <= i < 22 else Reply("yes"),
+        5,
+        100,
+        "50",
     ),
     "slower-than-the-deadline": (lambda: _first_calls(STORM, lambda i: Reply("yes", delay_s=3.0)), 0.5, 100, "timeout"),
     "malformed-bodies": (lambda: _first_calls(STORM, lambda i: bodies(STORM)[i]), 5, 100, "malformed response"),
     "connection-resets": (lambda: _first_calls(STORM, lambda i: Reply(reset=True)), 5, 100, "connection error"),
-    "breaker-opens": (lambda: (lambda req, i: Reply(status=503)), 5, 3, ""),
+    "breaker-opens": (lambda: lambda req, i: Reply(status=503), 5, 3, ""),
 }
 
 
@@ -160,7 +172,9 @@ def test_judge_fault_leaves_error_rows_and_the_next_run_retries_exactly_them(sce
     assert errors.height > 0, "the fault produced no error"
     assert not errors["support_pass"].any()  # never a pass
     assert set(judged["verdict"]) <= {"yes"}  # everything answered was answered by the script
-    assert all(shows in raw for raw in errors["raw_answer"].to_list() if "circuit open" not in raw), errors["raw_answer"].to_list()
+    assert all(shows in raw for raw in errors["raw_answer"].to_list() if "circuit open" not in raw), errors[
+        "raw_answer"
+    ].to_list()
     if scenario == "breaker-opens":
         # three pairs spend their attempts; the circuit then opens and the rest fail without a call
         assert judged.height == 0
@@ -189,7 +203,9 @@ def test_judge_fault_leaves_error_rows_and_the_next_run_retries_exactly_them(sce
     errored_ids = set(errors["citation_id"])
     # what was cached the first night is a cache hit now (no call); the errored pairs were called again
     assert after.filter(~pl.col("citation_id").is_in(list(errored_ids)))["cache_hit"].all()
-    assert after.filter(~pl.col("citation_id").is_in(list(errored_ids)))["attempts"].to_list() == [0] * (after.height - len(errored_ids))
+    assert after.filter(~pl.col("citation_id").is_in(list(errored_ids)))["attempts"].to_list() == [0] * (
+        after.height - len(errored_ids)
+    )
     first_calls = after.filter(pl.col("citation_id").is_in(list(errored_ids)) & ~pl.col("cache_hit"))
     assert first_calls.height == len(error_pairs)
     assert cache_rows(warehouse) == [("yes", 2 * RECORDS)]

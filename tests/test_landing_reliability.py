@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema
@@ -51,7 +50,9 @@ def ids(*numbers: int) -> list[str]:
 
 
 def rejects(con) -> list[tuple]:
-    return con.sql("select source_file, line_no, reason from ingest_rejects order by source_file, line_no, reason").fetchall()
+    return con.sql(
+        "select source_file, line_no, reason from ingest_rejects order by source_file, line_no, reason"
+    ).fetchall()
 
 
 def assert_balanced(con) -> None:
@@ -233,7 +234,11 @@ def test_entries_first_seen_as_not_a_file_never_block_later_runs(con, landing, c
     append(landing / "z.jsonl", 1)
     ingest_landing(con, landing, config)
     ingest_landing(con, landing, config)  # used to crash with a TypeError, for good
-    assert sorted(rejects(con)) == [("a.jsonl", 0, "not_a_file"), ("b.jsonl", 0, "not_a_file"), ("c.jsonl", 0, "not_a_file")]
+    assert sorted(rejects(con)) == [
+        ("a.jsonl", 0, "not_a_file"),
+        ("b.jsonl", 0, "not_a_file"),
+        ("c.jsonl", 0, "not_a_file"),
+    ]
     # each is looked at again: once they hold records, the records land
     append(landing / "later.jsonl", 2)
     (landing / "b.jsonl").rmdir()
@@ -253,9 +258,16 @@ def test_entries_first_seen_as_not_a_file_never_block_later_runs(con, landing, c
 def all_text(con) -> str:
     """Every string value of every table, joined: to prove something is in no table."""
     parts = []
-    for (table,) in con.sql("select table_name from duckdb_tables() where database_name = current_database()").fetchall():
-        cols = [c for c, t in con.sql(f"select column_name, data_type from information_schema.columns where table_name = '{table}'").fetchall()
-                if t == "VARCHAR"]
+    for (table,) in con.sql(
+        "select table_name from duckdb_tables() where database_name = current_database()"
+    ).fetchall():
+        cols = [
+            c
+            for c, t in con.sql(
+                f"select column_name, data_type from information_schema.columns where table_name = '{table}'"
+            ).fetchall()
+            if t == "VARCHAR"
+        ]
         for col in cols:
             parts += [v for (v,) in con.sql(f'select "{col}" from "{table}" where "{col}" is not null').fetchall()]
     return "\n".join(parts)
@@ -317,7 +329,9 @@ def test_gzip_bomb_line_is_rejected_while_streaming_with_bounded_memory(con, lan
         tracemalloc.stop()
     assert peak < 64 << 20, f"peak {peak / 2**20:.0f} MiB"
     [(line_no, reason, raw)] = con.sql("select line_no, reason, raw_line from ingest_rejects").fetchall()
-    assert (line_no, reason) == (1, "line_too_long") and raw.startswith('{"request_id": "bomb"') and len(raw) <= 64 * 1024
+    assert (
+        (line_no, reason) == (1, "line_too_long") and raw.startswith('{"request_id": "bomb"') and len(raw) <= 64 * 1024
+    )
     assert prompt_ids(con) == ids(1)  # the line after the bomb still lands
 
 
@@ -382,7 +396,10 @@ def test_cr_only_file_is_read_as_lines(con, landing, config):
 def test_disk_full_names_the_file_and_a_repeat_loses_nothing(tmp_path, landing, config):
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
         for i in range(1, 61):

@@ -61,4 +61,12 @@ def test_anthropic_index_hint():
 
 
 def test_positional_refs():
-    assert [positional_ref(x) for x in ("2", "[2]", "Source 2", "source 2:", "kb-2", "[kb-2]", "02")] == ["2", "2", "2", "2", None, None, "2"]
+    assert [positional_ref(x) for x in ("2", "[2]", "Source 2", "source 2:", "kb-2", "[kb-2]", "02")] == [
+        "2",
+        "2",
+        "2",
+        "2",
+        None,
+        None,
+        "2",
+    ]

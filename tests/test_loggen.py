@@ -26,7 +26,16 @@ TEMPLATE_OF = {s.name: s.template for s in SURFACES}
 
 # ---------------------------------------------------------------- helpers (independent of loggen)
 
-FOLD = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2026": "...", "\u00a0": " "}
+FOLD = {
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2026": "...",
+    "\u00a0": " ",
+}
 
 
 def fold(text: str) -> str:
@@ -107,7 +116,9 @@ def citations_of(rec: dict) -> list[dict]:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("loggen")
-    summary = generate_logs(base / "logs", days=DAYS, requests_per_day=PER_DAY, seed=SEED, truth_path=base / "truth.jsonl")
+    summary = generate_logs(
+        base / "logs", days=DAYS, requests_per_day=PER_DAY, seed=SEED, truth_path=base / "truth.jsonl"
+    )
     truth = [json.loads(line) for line in (base / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
     return base, summary, truth
 
@@ -149,7 +160,9 @@ def test_deterministic_bytes(tmp_path):
 def test_file_names_and_gzip_every_fourth_day(run):
     base, summary, _ = run
     names = sorted(p.name for p in (base / "logs").iterdir())
-    assert names == summary["files"] == ["2026-11-02.jsonl", "2026-11-03.jsonl", "2026-11-04.jsonl", "2026-11-05.jsonl.gz"]
+    assert (
+        names == summary["files"] == ["2026-11-02.jsonl", "2026-11-03.jsonl", "2026-11-04.jsonl", "2026-11-05.jsonl.gz"]
+    )
     assert (base / "logs" / "2026-11-05.jsonl.gz").read_bytes()[:2] == b"\x1f\x8b"
     assert not (base / "truth.jsonl").is_relative_to(base / "logs")
 
@@ -176,7 +189,11 @@ def test_valid_records_have_required_fields(run, records):
         assert 3 <= len(rec["retrieved"]) <= 8
         for c in rec["retrieved"]:
             assert set(c) == {"chunk_id", "rank", "text", "doc_id", "chunking"}
-            assert c["chunk_id"].startswith(c["doc_id"] + "#c") and c["chunking"] in ("fixed-512", "sentence", "semantic")
+            assert c["chunk_id"].startswith(c["doc_id"] + "#c") and c["chunking"] in (
+                "fixed-512",
+                "sentence",
+                "semantic",
+            )
             assert "\n[" not in c["text"] and not re.search(r"(?m)^Question:", c["text"])
         cits = citations_of(rec)
         assert 1 <= len(cits) <= 4 and len(cits) == len(truth)
@@ -193,7 +210,12 @@ def test_every_reason_and_claim_kind_occurs(run):
     assert reasons == Counter({k: v for k, v in summary["expected_reasons"].items() if v})
     total = sum(reasons.values())
     assert 0.65 < reasons["ok"] / total < 0.82
-    assert set(t["claim_kind"] for t in truth if "citation_id" in t) == {"faithful", "overreach", "numeric_mismatch", "unrelated"}
+    assert set(t["claim_kind"] for t in truth if "citation_id" in t) == {
+        "faithful",
+        "overreach",
+        "numeric_mismatch",
+        "unrelated",
+    }
 
 
 def test_expected_reasons_hold_in_the_prompt(records):
@@ -210,7 +232,10 @@ def test_claims_keep_or_change_the_numbers(records):
         for cit, t in zip(citations_of(rec), truth):
             if t["expected_reason"] != "ok":
                 continue
-            span_numbers, claim_numbers = Counter(re.findall(r"\d+", cit["span"])), Counter(re.findall(r"\d+", cit["claim"]))
+            span_numbers, claim_numbers = (
+                Counter(re.findall(r"\d+", cit["span"])),
+                Counter(re.findall(r"\d+", cit["claim"])),
+            )
             if t["claim_kind"] == "faithful":
                 assert claim_numbers <= span_numbers, cit
             elif t["claim_kind"] == "numeric_mismatch":
@@ -231,8 +256,13 @@ def test_some_ok_spans_change_surface_form_only(records):
 def test_encodings_per_surface(records):
     seen = {(rec["surface"], rec.get("prompt_encoding", "text")) for _, rec, _ in records}
     assert seen == {
-        ("billing-assistant", "text"), ("billing-assistant", "json"), ("help-center", "json"), ("legal-faq", "json"),
-        ("internal-search", "text"), ("internal-search", "python_repr"), ("partner-portal", "text"),
+        ("billing-assistant", "text"),
+        ("billing-assistant", "json"),
+        ("help-center", "json"),
+        ("legal-faq", "json"),
+        ("internal-search", "text"),
+        ("internal-search", "python_repr"),
+        ("partner-portal", "text"),
         ("partner-portal", "python_repr"),
     }
     for _, rec, _ in records:

@@ -34,20 +34,39 @@ CITATIONS = {
     "w1": (date(2026, 11, 10), "web", "ok", True, "yes", 1, "fixed"),
     "w2": (date(2026, 11, 10), "web", "ok", True, "partial", 1, "semantic"),
 }
-QUEUE = {"c2": "support_partial", "c4": "numeric_mismatch", "c5": "span_missing", "l2": "numeric_mismatch", "s2": "fabricated_id", "w2": "support_partial"}
+QUEUE = {
+    "c2": "support_partial",
+    "c4": "numeric_mismatch",
+    "c5": "span_missing",
+    "l2": "numeric_mismatch",
+    "s2": "fabricated_id",
+    "w2": "support_partial",
+}
 # review history: (citation, outcome, minute); the latest per citation is in force
 REVIEWS = [("c2", "repair", 1), ("c4", "accept", 2), ("c5", "repair", 3), ("c5", "accept", 4), ("w2", "accept", 5)]
 
 
 def build(con):
-    con.execute("create table citations (citation_id varchar, request_id varchar, day date, surface varchar, chunk_id varchar)")
+    con.execute(
+        "create table citations (citation_id varchar, request_id varchar, day date, surface varchar, chunk_id varchar)"
+    )
     con.execute("create table retrievals (request_id varchar, chunk_id varchar, rank integer, chunking varchar)")
-    con.execute("create table provenance_results (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)")
+    con.execute(
+        "create table provenance_results (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
+    )
     con.execute("create table numeric_checks (citation_id varchar, day date, numeric_ok boolean)")
-    con.execute("create table support_verdicts (citation_id varchar, request_id varchar, day date, surface varchar, verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean)")
-    con.execute("create table citation_queue (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)")
-    con.execute("create table review_outcomes (citation_id varchar, outcome varchar, reviewed_at timestamptz, is_latest boolean)")
-    con.execute("create table prompts (request_id varchar, day date, prompt_raw varchar, prompt_sha256 varchar, source_file varchar, source_line bigint, logged_at timestamptz)")
+    con.execute(
+        "create table support_verdicts (citation_id varchar, request_id varchar, day date, surface varchar, verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean)"
+    )
+    con.execute(
+        "create table citation_queue (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
+    )
+    con.execute(
+        "create table review_outcomes (citation_id varchar, outcome varchar, reviewed_at timestamptz, is_latest boolean)"
+    )
+    con.execute(
+        "create table prompts (request_id varchar, day date, prompt_raw varchar, prompt_sha256 varchar, source_file varchar, source_line bigint, logged_at timestamptz)"
+    )
     ensure_schema(con)  # the metric tables
     for cid, (day, surface, reason, numeric_ok, verdict, rank, chunking) in CITATIONS.items():
         rid = f"r-{cid}"
@@ -58,14 +77,20 @@ def build(con):
         if numeric_ok is not None:
             con.execute("insert into numeric_checks values (?, ?, ?)", [cid, day, numeric_ok])
         if verdict is not None:
-            con.execute("insert into support_verdicts values (?, ?, ?, ?, ?, ?, 'judge-j', false)", [cid, rid, day, surface, verdict, numeric_ok])
+            con.execute(
+                "insert into support_verdicts values (?, ?, ?, ?, ?, ?, 'judge-j', false)",
+                [cid, rid, day, surface, verdict, numeric_ok],
+            )
         if cid in QUEUE:
             con.execute("insert into citation_queue values (?, ?, ?, ?, ?)", [cid, rid, day, surface, QUEUE[cid]])
     latest = {}
     for cid, _outcome, minute in REVIEWS:
         latest[cid] = minute
     for cid, outcome, minute in REVIEWS:
-        con.execute("insert into review_outcomes values (?, ?, ?, ?)", [cid, outcome, datetime(2026, 11, 20, 0, minute, tzinfo=timezone.utc), latest[cid] == minute])
+        con.execute(
+            "insert into review_outcomes values (?, ?, ?, ?)",
+            [cid, outcome, datetime(2026, 11, 20, 0, minute, tzinfo=timezone.utc), latest[cid] == minute],
+        )
     definitions = load_definitions()
     for d in definitions:
         con.execute(
@@ -109,7 +134,11 @@ def test_end_to_end_counts_unjudged_at_the_sample_pass_rate(metrics_con):
 
 
 def test_queue_repair_rate_uses_the_latest_outcome(metrics_con):
-    assert cell(metrics_con, "queue_repair_rate", "web", W1) == (1.0, 3, pytest.approx(1 / 3))  # c2 repair; c4, c5 accepted
+    assert cell(metrics_con, "queue_repair_rate", "web", W1) == (
+        1.0,
+        3,
+        pytest.approx(1 / 3),
+    )  # c2 repair; c4, c5 accepted
     assert cell(metrics_con, "queue_repair_rate", "legal", W1) == (0.0, 0, None)
     assert cell(metrics_con, "queue_repair_rate", "web", W2) == (0.0, 1, 0.0)
 
@@ -132,7 +161,10 @@ def test_breakdowns(metrics_con):
 def test_every_week_and_surface_has_all_four_rows(metrics_con):
     [(n,)] = metrics_con.sql("select count(*) from weekly_surface_metrics").fetchall()
     assert n == 4 * 4  # (web, legal, search) in W1 + web in W2, four metrics each
-    assert metrics_con.sql("select distinct week_start from weekly_surface_metrics order by 1").fetchall() == [(W1,), (W2,)]
+    assert metrics_con.sql("select distinct week_start from weekly_surface_metrics order by 1").fetchall() == [
+        (W1,),
+        (W2,),
+    ]
 
 
 def test_checks_pass_on_consistent_tables_and_warn_on_pass_up_repair_down(metrics_con):
@@ -145,12 +177,18 @@ def test_checks_pass_on_consistent_tables_and_warn_on_pass_up_repair_down(metric
 
 
 def test_reconcile_and_bounds_fail_when_they_should(metrics_con):
-    metrics_con.execute("insert into support_verdicts values ('c3', 'r-c3', '2026-11-03', 'web', 'no', true, 'judge-j', false)")
+    metrics_con.execute(
+        "insert into support_verdicts values ('c3', 'r-c3', '2026-11-03', 'web', 'no', true, 'judge-j', false)"
+    )
     [(week, surface, metric, got, expected)] = query(metrics_con, "metric_tables/check_reconcile").fetchall()
     assert (surface, metric, got, expected) == ("web", "support_pass_rate", 2, 3)
-    metrics_con.execute("update weekly_surface_metrics set numerator = 9 where metric = 'provenance_pass_rate' and surface = 'legal'")
+    metrics_con.execute(
+        "update weekly_surface_metrics set numerator = 9 where metric = 'provenance_pass_rate' and surface = 'legal'"
+    )
     assert len(query(metrics_con, "metric_tables/check_bounds").fetchall()) == 1
-    metrics_con.execute("update weekly_surface_metrics set definition_version = 2 where metric = 'support_pass_rate' and surface = 'web' and week_start = '2026-11-02'")
+    metrics_con.execute(
+        "update weekly_surface_metrics set definition_version = 2 where metric = 'support_pass_rate' and surface = 'web' and week_start = '2026-11-02'"
+    )
     assert query(metrics_con, "metric_tables/check_versions").fetchall()[0][1] == "support_pass_rate"
 
 
@@ -168,7 +206,12 @@ def test_trace_returns_exactly_the_rows_counted(metrics_con):
 
 def test_definition_headers_and_lock(tmp_path):
     definitions = load_definitions()
-    assert {d.name for d in definitions} >= {"provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate"}
+    assert {d.name for d in definitions} >= {
+        "provenance_pass_rate",
+        "support_pass_rate",
+        "end_to_end_pass_rate",
+        "queue_repair_rate",
+    }
     assert lock_problems(definitions, read_lock()) == []  # the shipped definitions are preregistered
     folder = tmp_path / "metrics"
     folder.mkdir()
@@ -182,7 +225,9 @@ def test_definition_headers_and_lock(tmp_path):
     assert problem.startswith("support_pass_rate v1: definition text changed without a version bump")
     with pytest.raises(DefinitionError, match="support_pass_rate v1"):
         update_lock(load_definitions(folder), lock_path)
-    (folder / "support_pass_rate.sql").write_text(text.replace("'partial', 'no', 'unparseable'", "'partial', 'no'").replace("-- version: 1", "-- version: 2"))
+    (folder / "support_pass_rate.sql").write_text(
+        text.replace("'partial', 'no', 'unparseable'", "'partial', 'no'").replace("-- version: 1", "-- version: 2")
+    )
     assert update_lock(load_definitions(folder), lock_path) == ["support_pass_rate v2"]
     assert lock_problems(load_definitions(folder), read_lock(lock_path)) == []
 

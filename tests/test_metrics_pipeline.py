@@ -59,14 +59,26 @@ def test_metrics_chart_and_checks_after_a_run(run):
     result = go()
     assert result.success
     with connect(warehouse, read_only=True) as con:
-        per_cell = con.sql("select week_start, surface, count(*), count(distinct metric) from weekly_surface_metrics group by 1, 2").fetchall()
+        per_cell = con.sql(
+            "select week_start, surface, count(*), count(distinct metric) from weekly_surface_metrics group by 1, 2"
+        ).fetchall()
         weeks = {w for w, *_ in per_cell}
     assert weeks == {date(2026, 11, 2), date(2026, 11, 9)}  # Mondays
     assert all(n == 4 and m == 4 for *_, n, m in per_cell)
     evaluations = checks(result)
-    for blocking in ("definitions_match_lock", "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week", "prompts_match_their_sha256"):
+    for blocking in (
+        "definitions_match_lock",
+        "rates_within_bounds",
+        "denominators_reconcile",
+        "one_definition_version_per_week",
+        "prompts_match_their_sha256",
+    ):
         assert evaluations[blocking].passed, blocking
-    [mat] = [m.materialization for m in result.get_asset_materialization_events() if m.asset_key.to_user_string() == "weekly_surface_metrics"]
+    [mat] = [
+        m.materialization
+        for m in result.get_asset_materialization_events()
+        if m.asset_key.to_user_string() == "weekly_surface_metrics"
+    ]
     assert mat.metadata["chart"].value.startswith("![weekly rates per surface](data:image/png;base64,")
     assert "provenance_pass_rate" in mat.metadata["latest_week"].value
     assert (warehouse.with_name("weekly_rates.png")).stat().st_size > 10_000
@@ -166,7 +178,12 @@ def test_metrics_and_trace_commands(after_a_run, capsys):
             "select surface, numerator, denominator from weekly_surface_metrics where metric = 'provenance_pass_rate' "
             "and week_start = '2026-11-02' order by surface limit 1"
         ).fetchall()
-    assert main(["trace", "--metric", "provenance_pass_rate", "--surface", surface, "--week", "2026-11-05", "--limit", "3"]) == 0
+    assert (
+        main(
+            ["trace", "--metric", "provenance_pass_rate", "--surface", surface, "--week", "2026-11-05", "--limit", "3"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"behind it: {denominator} citations" in out and f"{int(numerator)} count toward the numerator" in out
     assert main(["trace", "--metric", "nope", "--surface", surface, "--week", "2026-11-05"]) == 2

@@ -23,11 +23,21 @@ N_YESTERDAY, N_TODAY = 3, 2
 def nightly(tmp_path, landing, dagster_home, monkeypatch):
     """A landing folder as it is at 02:00 UTC: yesterday's records, and today's first ones."""
     records = [
-        scenario_record("plain-list", "text", request_id=f"y-{i}", logged_at=f"{YESTERDAY}T{10 + i:02d}:00:00+00:00") for i in range(N_YESTERDAY)
-    ] + [scenario_record("plain-list", "text", request_id=f"t-{i}", logged_at=f"{TODAY}T00:{10 + i:02d}:00+00:00") for i in range(N_TODAY)]
+        scenario_record("plain-list", "text", request_id=f"y-{i}", logged_at=f"{YESTERDAY}T{10 + i:02d}:00:00+00:00")
+        for i in range(N_YESTERDAY)
+    ] + [
+        scenario_record("plain-list", "text", request_id=f"t-{i}", logged_at=f"{TODAY}T00:{10 + i:02d}:00+00:00")
+        for i in range(N_TODAY)
+    ]
     write_jsonl(landing / "app.jsonl", records)
     monkeypatch.chdir(tmp_path)  # no citegate.toml here: built-in defaults, as a fresh deployment
-    for name in ("CITEGATE_CONFIG", "CITEGATE_PUBLISHED", "CITEGATE_REVIEWS", "CITEGATE_FIRST_DAY", "CITEGATE_LOCK_WAIT_S"):
+    for name in (
+        "CITEGATE_CONFIG",
+        "CITEGATE_PUBLISHED",
+        "CITEGATE_REVIEWS",
+        "CITEGATE_FIRST_DAY",
+        "CITEGATE_LOCK_WAIT_S",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CITEGATE_LABELS", str(tmp_path / "no-labels"))
     return landing, tmp_path / "w.duckdb"
@@ -57,8 +67,13 @@ def assert_published(warehouse):
 
 def assert_every_check_passed(instance, run_id):
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
-    evaluations = {r.event_log_entry.dagster_event.event_specific_data.check_name: r.event_log_entry.dagster_event.event_specific_data.passed for r in records}
-    assert {"denominators_reconcile", "rates_within_bounds", "every_line_accounted_for", "one_row_per_citation"} <= set(evaluations)
+    evaluations = {
+        r.event_log_entry.dagster_event.event_specific_data.check_name: r.event_log_entry.dagster_event.event_specific_data.passed
+        for r in records
+    }
+    assert {"denominators_reconcile", "rates_within_bounds", "every_line_accounted_for", "one_row_per_citation"} <= set(
+        evaluations
+    )
     assert all(evaluations.values()), evaluations
 
 
@@ -69,14 +84,22 @@ def test_scheduled_run_at_two_with_todays_records_publishes(nightly, monkeypatch
     d = defs()
     instance = dg.DagsterInstance.get()
     at_two = datetime.combine(TODAY, time(2, 0), tzinfo=timezone.utc)
-    with dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:  # `with`: it resets what it set
+    with dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=at_two
+    ) as context:  # `with`: it resets what it set
         [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
     assert request.partition_key == YESTERDAY.isoformat()
     result = d.resolve_job_def("nightly_job").execute_in_process(
-        instance=instance, partition_key=request.partition_key, tags=request.tags, run_config=request.run_config or None, raise_on_error=False
+        instance=instance,
+        partition_key=request.partition_key,
+        tags=request.tags,
+        run_config=request.run_config or None,
+        raise_on_error=False,
     )
     assert result.success
-    assert "published_warehouse" in {m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]}
+    assert "published_warehouse" in {
+        m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]
+    }
     assert_every_check_passed(instance, result.run_id)
     assert_published(warehouse)
 
@@ -100,21 +123,42 @@ def test_cli_run_on_the_first_day_only_publishes(nightly, landing, tmp_path):
     # two complete days in the landing folder, --start/--end on the first: the second is ingested, not gated
     _, warehouse = nightly
     before = YESTERDAY - timedelta(days=1)
-    write_jsonl(landing / "app.jsonl", [
-        scenario_record("plain-list", "text", request_id=f"y-{i}", logged_at=f"{before}T{10 + i:02d}:00:00+00:00") for i in range(N_YESTERDAY)
-    ] + [scenario_record("plain-list", "text", request_id=f"t-{i}", logged_at=f"{YESTERDAY}T00:{10 + i:02d}:00+00:00") for i in range(N_TODAY)])
+    write_jsonl(
+        landing / "app.jsonl",
+        [
+            scenario_record("plain-list", "text", request_id=f"y-{i}", logged_at=f"{before}T{10 + i:02d}:00:00+00:00")
+            for i in range(N_YESTERDAY)
+        ]
+        + [
+            scenario_record(
+                "plain-list", "text", request_id=f"t-{i}", logged_at=f"{YESTERDAY}T00:{10 + i:02d}:00+00:00"
+            )
+            for i in range(N_TODAY)
+        ],
+    )
     day = before.isoformat()
-    assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day]) == 0
+    assert (
+        main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day])
+        == 0
+    )
     assert_every_check_passed(dg.DagsterInstance.get(), last_run_id(dg.DagsterInstance.get()))
     with connect(warehouse.with_name(warehouse.stem + ".published.duckdb"), read_only=True) as con:
-        assert dict(con.sql("select day, count(*) from prompts group by day").fetchall()) == {before: N_YESTERDAY, YESTERDAY: N_TODAY}
-        assert dict(con.sql("select day, count(*) from provenance_results group by day").fetchall()) == {before: N_YESTERDAY * len(CITATIONS)}
+        assert dict(con.sql("select day, count(*) from prompts group by day").fetchall()) == {
+            before: N_YESTERDAY,
+            YESTERDAY: N_TODAY,
+        }
+        assert dict(con.sql("select day, count(*) from provenance_results group by day").fetchall()) == {
+            before: N_YESTERDAY * len(CITATIONS)
+        }
 
 
 def test_cli_run_on_yesterday_only_with_todays_records_publishes(nightly):
     landing, warehouse = nightly
     day = YESTERDAY.isoformat()
-    assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day]) == 0
+    assert (
+        main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day])
+        == 0
+    )
     assert_every_check_passed(dg.DagsterInstance.get(), last_run_id(dg.DagsterInstance.get()))
     assert_published(warehouse)
 
@@ -122,12 +166,19 @@ def test_cli_run_on_yesterday_only_with_todays_records_publishes(nightly):
 def test_reconcile_counts_gated_days_only(nightly):
     landing, warehouse = nightly
     day = YESTERDAY.isoformat()
-    assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day]) == 0
+    assert (
+        main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet", "--start", day, "--end", day])
+        == 0
+    )
     with connect(warehouse) as con:
         assert query(con, "metric_tables/check_reconcile").fetchall() == []  # today's 16 citations are not gated
         # a citation of a gated day without its provenance row still fails the check
-        con.execute("insert into citations select * replace ('y-0#99' as citation_id, 99 as position) from citations where citation_id = 'y-0#0'")
-        [(_, _, metric, denominator, expected)] = [r for r in query(con, "metric_tables/check_reconcile").fetchall() if r[2] == "provenance_pass_rate"]
+        con.execute(
+            "insert into citations select * replace ('y-0#99' as citation_id, 99 as position) from citations where citation_id = 'y-0#0'"
+        )
+        [(_, _, metric, denominator, expected)] = [
+            r for r in query(con, "metric_tables/check_reconcile").fetchall() if r[2] == "provenance_pass_rate"
+        ]
         assert (denominator, expected) == (N_YESTERDAY * len(CITATIONS), N_YESTERDAY * len(CITATIONS) + 1)
 
 
@@ -139,8 +190,12 @@ def test_a_failing_check_prints_its_description_and_rows(nightly, capsys, monkey
     monkeypatch.setattr(metrics_defs, "read_lock", lambda: {})  # as if no definition were preregistered
     assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "check metric_definitions.definitions_match_lock failed: end_to_end_pass_rate v1: not in the lock file" in err
+    assert (
+        "check metric_definitions.definitions_match_lock failed: end_to_end_pass_rate v1: not in the lock file" in err
+    )
     assert "  problems:\n    - end_to_end_pass_rate v1: not in the lock file" in err
     assert "failed in metric_definitions:" in err
-    assert "Stack Trace" not in err and "Traceback" not in err and "STEP_FAILURE" not in err  # --quiet: no Dagster log lines
+    assert (
+        "Stack Trace" not in err and "Traceback" not in err and "STEP_FAILURE" not in err
+    )  # --quiet: no Dagster log lines
     assert not warehouse.with_name(warehouse.stem + ".published.duckdb").exists()  # nothing published

@@ -262,21 +262,61 @@ def test_growth_rate_and_amount_regression():
 # Property tests over phrasings of "a percentage and a currency amount with a scale word".
 FAST = settings(max_examples=200, deadline=None, database=None)  # no .hypothesis folder written into the tree
 
-_SCALES = [(" thousand", 3), (" million", 6), (" Million", 6), (" billion", 9), ("k", 3), ("K", 3), (" mn", 6),
-           ("mn", 6), (" bn", 9), ("bn", 9)]
-_PREFIXES = [("$", "USD"), ("US$", "USD"), ("USD ", "USD"), ("\u20ac", "EUR"), ("EUR ", "EUR"), ("\u00a3", "GBP"),
-             ("GBP", "GBP")]
-_SUFFIXES = [(" dollars", "USD"), (" US dollars", "USD"), (" USD", "USD"), (" euros", "EUR"), (" EUR", "EUR"),
-             (" pounds sterling", "GBP"), (" GBP", "GBP")]
+_SCALES = [
+    (" thousand", 3),
+    (" million", 6),
+    (" Million", 6),
+    (" billion", 9),
+    ("k", 3),
+    ("K", 3),
+    (" mn", 6),
+    ("mn", 6),
+    (" bn", 9),
+    ("bn", 9),
+]
+_PREFIXES = [
+    ("$", "USD"),
+    ("US$", "USD"),
+    ("USD ", "USD"),
+    ("\u20ac", "EUR"),
+    ("EUR ", "EUR"),
+    ("\u00a3", "GBP"),
+    ("GBP", "GBP"),
+]
+_SUFFIXES = [
+    (" dollars", "USD"),
+    (" US dollars", "USD"),
+    (" USD", "USD"),
+    (" euros", "EUR"),
+    (" EUR", "EUR"),
+    (" pounds sterling", "GBP"),
+    (" GBP", "GBP"),
+]
 _PERCENTS = ["%", " %", " percent", " per cent", " Percent"]
 _SEPARATORS = [" to ", "-", " - ", "\u2013", " \u2013 ", " \u2014 ", " through ", " and ", " TO "]
 _LEADS = ["Revenue grew ", "Growth was ", "", "Up ", "between ", "The figures were "]
 _TRAILS = ["", ".", " last year.", ", the report says.", " in the year.", " (unaudited)."]
 # surrounding text for a verbatim quote: may hold other numbers and ranges right next to the claim
-_BEFORE = ["", "In 2025, ", "Q3 update: ", "Margins went from 9% to ", "Costs rose from $3 million to ", "It reported 3 - ",
-           "See kb-0042#c3. ", "Staff grew 10-20 seats; ", "between "]
-_AFTER = ["", " Staff grew 10-20 seats.", ", up from $4 million in 2024.", " to $5 million by 2026.", "-15%", " - 3 to 5 million users.",
-          "; margins were 8-9%."]
+_BEFORE = [
+    "",
+    "In 2025, ",
+    "Q3 update: ",
+    "Margins went from 9% to ",
+    "Costs rose from $3 million to ",
+    "It reported 3 - ",
+    "See kb-0042#c3. ",
+    "Staff grew 10-20 seats; ",
+    "between ",
+]
+_AFTER = [
+    "",
+    " Staff grew 10-20 seats.",
+    ", up from $4 million in 2024.",
+    " to $5 million by 2026.",
+    "-15%",
+    " - 3 to 5 million users.",
+    "; margins were 8-9%.",
+]
 
 
 def _canon(d: Decimal) -> str:
@@ -328,9 +368,14 @@ def _claim(draw, percent=_percent(), amount=_amount()) -> tuple[str, list, str, 
 
 @FAST
 @given(_claim(), st.sampled_from(_BEFORE), st.sampled_from(_AFTER))
-@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
-         "In fiscal 2025 revenue grew ", " in the year.")
-@example(("12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"), "Margins went from 9% to ", "")
+@example(
+    ("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+    "In fiscal 2025 revenue grew ",
+    " in the year.",
+)
+@example(
+    ("12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"), "Margins went from 9% to ", ""
+)
 def test_percentage_and_amount_quoted_verbatim_never_mismatch(case, before, after):
     claim, expected, _, _ = case
     claim_n = normalize_text(claim)
@@ -342,19 +387,37 @@ def test_percentage_and_amount_quoted_verbatim_never_mismatch(case, before, afte
 # a different amount: another number, another scale word, or another currency
 _OTHER_AMOUNT = st.one_of(
     _amount(),
-    st.builds(lambda n, s: (f"${n[0]}{s[0]}", (_canon(n[1] * 10 ** s[1]), "USD")), _number(999), st.sampled_from(_SCALES)),
+    st.builds(
+        lambda n, s: (f"${n[0]}{s[0]}", (_canon(n[1] * 10 ** s[1]), "USD")), _number(999), st.sampled_from(_SCALES)
+    ),
 )
 
 
 @FAST
-@given(_claim(), _OTHER_AMOUNT, st.sampled_from(["", "In 2025, ", "Staff grew 10-20 seats; "]),
-       st.sampled_from(["", " last year.", " Staff grew 10-20 seats."]))
-@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
-         ("$4.6 million", ("4600000", "USD")), "", "")
-@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
-         ("$4.5 billion", ("4500000000", "USD")), "", "")
-@example(("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
-         ("\u20ac4.5 million", ("4500000", "EUR")), "", "")
+@given(
+    _claim(),
+    _OTHER_AMOUNT,
+    st.sampled_from(["", "In 2025, ", "Staff grew 10-20 seats; "]),
+    st.sampled_from(["", " last year.", " Staff grew 10-20 seats."]),
+)
+@example(
+    ("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+    ("$4.6 million", ("4600000", "USD")),
+    "",
+    "",
+)
+@example(
+    ("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+    ("$4.5 billion", ("4500000000", "USD")),
+    "",
+    "",
+)
+@example(
+    ("Revenue grew 12% to $4.5 million", [("12", "%"), ("4500000", "USD")], "12%", "$4.5 million"),
+    ("\u20ac4.5 million", ("4500000", "EUR")),
+    "",
+    "",
+)
 def test_percentage_and_amount_with_another_amount_is_a_mismatch(case, other, before, after):
     claim, expected, pct, amt = case
     other_text, other_q = other

@@ -39,19 +39,27 @@ def test_nightly_job_end_to_end(tmp_path, landing, dagster_home):
         for _, _, reason in CITATIONS:
             expected[reason] = expected.get(reason, 0) + n_records
         assert by_reason == expected
-        assert con.sql("select reason, count(*) from ingest_rejects group by reason").fetchall() == [("invalid_json", 2)]
+        assert con.sql("select reason, count(*) from ingest_rejects group by reason").fetchall() == [
+            ("invalid_json", 2)
+        ]
         # every provenance row joins back to its citation and its prompt
         assert con.sql(
             "select count(*) from provenance_results r join citations c using (citation_id) join prompts p on p.request_id = c.request_id"
         ).fetchall() == [(n_records * len(CITATIONS),)]
     # the materializations carry row counts per partition and the blocking checks passed
-    mats = {(m.asset_key.to_user_string(), m.partition): m for m in result.get_asset_materialization_events() for m in [m.materialization]}
+    mats = {
+        (m.asset_key.to_user_string(), m.partition): m
+        for m in result.get_asset_materialization_events()
+        for m in [m.materialization]
+    }
     meta = mats[("provenance_results", "2026-11-02")].metadata
     assert meta["rows_in_run_range"].value == n_records * len(CITATIONS)
     assert f"| 2026-11-02 | {n_records // 2 * len(CITATIONS)} |" in meta["rows_by_day"].value
     assert "dagster/row_count" not in meta  # it would overstate each day of a range run
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks["every_line_accounted_for"] and checks["one_row_per_citation"] and checks["prompts_match_their_sha256"]
+    assert (
+        checks["every_line_accounted_for"] and checks["one_row_per_citation"] and checks["prompts_match_their_sha256"]
+    )
     assert all(checks.values())
 
 
@@ -64,14 +72,22 @@ def test_rerun_changes_no_row_count(tmp_path, landing, dagster_home):
         assert run_range(plan, landing=landing, warehouse=warehouse, config_file=None).success
         with connect(warehouse, read_only=True) as con:
             counts.append(
-                [con.sql(f"select count(*) from {t}").fetchall()[0][0] for t in ("prompts", "citations", "provenance_results", "ingest_rejects", "ingested_files")]
+                [
+                    con.sql(f"select count(*) from {t}").fetchall()[0][0]
+                    for t in ("prompts", "citations", "provenance_results", "ingest_rejects", "ingested_files")
+                ]
             )
     assert counts[0] == counts[1]
 
 
 def test_run_is_recorded_in_the_dagster_instance(tmp_path, landing, dagster_home):
     _landing(landing)
-    result = run_range(RunPlan(date(2026, 11, 2), date(2026, 11, 3)), landing=landing, warehouse=tmp_path / "w.duckdb", config_file=None)
+    result = run_range(
+        RunPlan(date(2026, 11, 2), date(2026, 11, 3)),
+        landing=landing,
+        warehouse=tmp_path / "w.duckdb",
+        config_file=None,
+    )
     instance = dg.DagsterInstance.get()
     assert instance.get_run_by_id(result.run_id).is_success
     event = instance.get_latest_materialization_event(dg.AssetKey("provenance_results"))

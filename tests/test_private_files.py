@@ -40,9 +40,25 @@ def test_a_run_creates_nothing_readable_by_others(tmp_path):
     (out / "dagster_home" / "dagster.yaml").write_text((PROJECT / "dagster_home" / "dagster.yaml").read_text())
     (out / "dagster_home" / "dagster.yaml").chmod(0o600)  # written by this test; everything else by citegate
     result = subprocess.run(
-        [sys.executable, "-m", "citegate_assets.cli", "run", "--logs", str(landing), "--warehouse", str(out / "wh.duckdb"),
-         "--config", str(PROJECT / "citegate.toml"), "--quiet"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, preexec_fn=lambda: os.umask(0o022), timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "citegate_assets.cli",
+            "run",
+            "--logs",
+            str(landing),
+            "--warehouse",
+            str(out / "wh.duckdb"),
+            "--config",
+            str(PROJECT / "citegate.toml"),
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.umask(0o022),
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert published.exists()

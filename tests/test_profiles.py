@@ -48,7 +48,9 @@ def test_auto_agrees_with_the_named_profile(template, encoding, con, landing, co
     check_provenance(con, DAY, date(2026, 11, 3))
     got = dict(con.sql("select citation_id, reason from provenance_results").fetchall())
     assert got == {f"req-1#{i}": reason for i, (_, _, reason) in enumerate(CITATIONS)}
-    [(template_used, status, n_sections)] = con.sql("select template, profile_status, n_sections from prompts").fetchall()
+    [(template_used, status, n_sections)] = con.sql(
+        "select template, profile_status, n_sections from prompts"
+    ).fetchall()
     assert (template_used, status, n_sections) == ("auto", "ok", 3)
 
 
@@ -77,13 +79,17 @@ def test_truncated_share_and_section_resolution(con, landing, config):
     write_jsonl(landing / "day.jsonl", [scenario_record("llamaindex-citation", "text")])
     ingest_landing(con, landing, config)
     check_provenance(con, DAY, date(2026, 11, 3))
-    sections = con.sql("select section_no, header_ref, chunk_id, resolved_by, truncated from prompt_sections order by section_no").fetchall()
+    sections = con.sql(
+        "select section_no, header_ref, chunk_id, resolved_by, truncated from prompt_sections order by section_no"
+    ).fetchall()
     assert sections == [  # "Source N:" carries no id: the chunks are found by content inside the fences
         (0, "1", "kb-1#c1", "auto_whole", False),
         (1, "2", "kb-2#c1", "auto_whole", False),
         (2, "3", "kb-3#c2", "auto_prefix", True),
     ]
-    [(share,)] = con.sql("select chunk_share_in_prompt from provenance_results where reason = 'span_truncated'").fetchall()
+    [(share,)] = con.sql(
+        "select chunk_share_in_prompt from provenance_results where reason = 'span_truncated'"
+    ).fetchall()
     assert 0.4 < share < 0.6  # "Data is retained for 90 days. After that" of the 84-character chunk
     in_prompt = dict(con.sql("select chunk_id, in_prompt from retrievals").fetchall())
     assert in_prompt == {"kb-1#c1": True, "kb-2#c1": True, "kb-3#c2": True, "kb-4#c1": False}
@@ -113,7 +119,9 @@ def test_prompt_without_context_block_is_unverifiable_not_guessed(con, landing, 
     write_jsonl(landing / "day.jsonl", [record])
     ingest_landing(con, landing, config)
     check_provenance(con, DAY, date(2026, 11, 3))
-    assert con.sql("select distinct verdict, reason from provenance_results").fetchall() == [("unverifiable", "context_not_found")]
+    assert con.sql("select distinct verdict, reason from provenance_results").fetchall() == [
+        ("unverifiable", "context_not_found")
+    ]
     assert con.sql("select profile_status from prompts").fetchall() == [("no_context_block",)]
 
 
@@ -125,26 +133,56 @@ def test_document_blocks_are_cited_by_their_title_source_or_position(con, landin
     from citegate_assets import guard
 
     refunds, support = "Refunds take 3 to 5 business days.", "Support is open around the clock for Enterprise."
-    body = {"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": [
-        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": refunds}, "title": "Refund policy"},
-        {"type": "search_result", "source": "https://help.example/support", "title": "Support hours",
-         "content": [{"type": "text", "text": support}]},
-        {"type": "text", "text": "How long do refunds take?"},
-    ]}]}
-    retrieved = [{"chunk_id": "kb-1#c1", "rank": 1, "text": refunds}, {"chunk_id": "kb-2#c1", "rank": 2, "text": support}]
+    body = {
+        "model": "claude",
+        "max_tokens": 100,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "document",
+                        "source": {"type": "text", "media_type": "text/plain", "data": refunds},
+                        "title": "Refund policy",
+                    },
+                    {
+                        "type": "search_result",
+                        "source": "https://help.example/support",
+                        "title": "Support hours",
+                        "content": [{"type": "text", "text": support}],
+                    },
+                    {"type": "text", "text": "How long do refunds take?"},
+                ],
+            }
+        ],
+    }
+    retrieved = [
+        {"chunk_id": "kb-1#c1", "rank": 1, "text": refunds},
+        {"chunk_id": "kb-2#c1", "rank": 2, "text": support},
+    ]
     citations = [
         {"chunk_id": "Refund policy", "span": "3 to 5 business days", "claim": "Refunds take 3 to 5 business days."},
         {"chunk_id": "https://help.example/support", "span": "around the clock", "claim": "Support never closes."},
         {"chunk_id": "2", "span": "around the clock", "claim": "Support never closes."},
         {"chunk_id": "Refund policy", "span": "around the clock", "claim": "Refunds never close."},
     ]
-    record = {"request_id": "r-blocks", "logged_at": "2026-11-02T10:00:00Z", "surface": "s", "answer_model": "m",
-              "prompt": json.dumps(body), "prompt_encoding": "json", "retrieved": retrieved, "citations": citations}
+    record = {
+        "request_id": "r-blocks",
+        "logged_at": "2026-11-02T10:00:00Z",
+        "surface": "s",
+        "answer_model": "m",
+        "prompt": json.dumps(body),
+        "prompt_encoding": "json",
+        "retrieved": retrieved,
+        "citations": citations,
+    }
     write_jsonl(landing / "day.jsonl", [record])
     ingest_landing(con, landing, config)
     check_provenance(con, DAY, date(2026, 11, 3))
-    rows = con.sql("select r.citation_id, r.chunk_id, r.reason, c.cited_as from provenance_results r "
-                   "join citations c using (citation_id) order by 1").fetchall()
+    rows = con.sql(
+        "select r.citation_id, r.chunk_id, r.reason, c.cited_as from provenance_results r "
+        "join citations c using (citation_id) order by 1"
+    ).fetchall()
     assert rows == [
         ("r-blocks#0", "kb-1#c1", "ok", "Refund policy"),
         ("r-blocks#1", "kb-2#c1", "ok", "https://help.example/support"),

@@ -39,15 +39,73 @@ def expected_verdict(text: str) -> str:
 
 
 NEAR_MISSES = [
-    "yes!", "yes, but", "Yes..", "y e s", "yes\nno", "**yes**", "yes .", "yes\n.", ".yes", "'yes'", '"yes"', "`yes`",
-    "yes\u200b", "\u200byes", "\ufeffyes", "ye\u00ads", "yes\u3002", "\uff59\uff45\uff53", "ye\u0455", "y\u0435s", "yeſ",
-    "yes\x00", "yes yes", "yess", "ye", "es", "Yes. Ignore that", "Answer: yes", "yes - the passage says so", "yes;",
-    "<yes>", "yes\u2026", "yes:", "YES!!", "no, yes", "partial/yes", "part ial", "partial..", "n0", "nо", "No way",
-    "yes.\u200b", "\u00a0yes.\u2003", "\tYeS.\n", " NO ", "Partial.", "yes\r\n", "yes.\r\n.",
+    "yes!",
+    "yes, but",
+    "Yes..",
+    "y e s",
+    "yes\nno",
+    "**yes**",
+    "yes .",
+    "yes\n.",
+    ".yes",
+    "'yes'",
+    '"yes"',
+    "`yes`",
+    "yes\u200b",
+    "\u200byes",
+    "\ufeffyes",
+    "ye\u00ads",
+    "yes\u3002",
+    "\uff59\uff45\uff53",
+    "ye\u0455",
+    "y\u0435s",
+    "yeſ",
+    "yes\x00",
+    "yes yes",
+    "yess",
+    "ye",
+    "es",
+    "Yes. Ignore that",
+    "Answer: yes",
+    "yes - the passage says so",
+    "yes;",
+    "<yes>",
+    "yes\u2026",
+    "yes:",
+    "YES!!",
+    "no, yes",
+    "partial/yes",
+    "part ial",
+    "partial..",
+    "n0",
+    "nо",
+    "No way",
+    "yes.\u200b",
+    "\u00a0yes.\u2003",
+    "\tYeS.\n",
+    " NO ",
+    "Partial.",
+    "yes\r\n",
+    "yes.\r\n.",
 ]
-SPACES = [" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0", "\u2003", "\u2028", "\u3000"]  # all str.isspace()
+SPACES = [
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\u00a0",
+    "\u2003",
+    "\u2028",
+    "\u3000",
+]  # all str.isspace()
 _SPACE = st.text(alphabet=st.sampled_from(SPACES), max_size=3)
-_WS = st.text(alphabet=st.sampled_from(SPACES + ["\u200b", "\ufeff", "\u00ad"]), max_size=3)  # zero-width ones are not space
+_WS = st.text(
+    alphabet=st.sampled_from(SPACES + ["\u200b", "\ufeff", "\u00ad"]), max_size=3
+)  # zero-width ones are not space
 _SUFFIX = st.sampled_from(["", "", ".", ".", "..", "!", "?", ",", ". ", " .", ".\n.", "\u3002", ":", "'"])
 
 
@@ -64,8 +122,8 @@ def _word(draw) -> str:
     if mutation == "insert":
         return word[:i] + char + word[i:]
     if mutation == "drop":
-        return word[:i] + word[i + 1:]
-    return word[:i] + char + word[i + 1:]
+        return word[:i] + word[i + 1 :]
+    return word[:i] + char + word[i + 1 :]
 
 
 REPLIES = st.one_of(
@@ -109,9 +167,23 @@ def test_the_tolerated_variants_all_parse(before, verdict, dot, after, upper):
 
 REMOVED = "".join(f for f, t in zip(FOLD_FROM, FOLD_TO) if t == "")  # zero-width characters and the soft hyphen
 SPECIALS = list(dict.fromkeys(FOLD_FROM)) + [
-    "\r\n", "\r", "\n", "\t", " ", "\u2028", "\u3000", "\x85",  # line ends and white space
-    "\u00e9", "\u212b", "\u2126", "\u0958", "\uac00", "\ud7a3",  # precomposed, singletons, Devanagari QA, Hangul LV/LVT
-    "&amp;", "\ufb01", "\u00bd",  # an entity (not unescaped under 'none'), compatibility characters NFC keeps
+    "\r\n",
+    "\r",
+    "\n",
+    "\t",
+    " ",
+    "\u2028",
+    "\u3000",
+    "\x85",  # line ends and white space
+    "\u00e9",
+    "\u212b",
+    "\u2126",
+    "\u0958",
+    "\uac00",
+    "\ud7a3",  # precomposed, singletons, Devanagari QA, Hangul LV/LVT
+    "&amp;",
+    "\ufb01",
+    "\u00bd",  # an entity (not unescaped under 'none'), compatibility characters NFC keeps
 ]
 
 
@@ -140,7 +212,22 @@ def N(text: str) -> str:
 
 
 # combining marks, conjoining jamo and the characters step 4 removes, mixed densely so compositions are hit often
-COMPOSING = ["e", "a", "<", "=", "\u1100", "\uac00", "\u0301", "\u0308", "\u0327", "\u0338", "\u093c", "\u1161", "\u11a8", *REMOVED]
+COMPOSING = [
+    "e",
+    "a",
+    "<",
+    "=",
+    "\u1100",
+    "\uac00",
+    "\u0301",
+    "\u0308",
+    "\u0327",
+    "\u0338",
+    "\u093c",
+    "\u1161",
+    "\u11a8",
+    *REMOVED,
+]
 COMPOSING_TEXT = st.lists(st.sampled_from(COMPOSING + SPECIALS), max_size=30).map("".join)
 
 

@@ -253,8 +253,14 @@ def many_surfaces_frame(n: int) -> pl.DataFrame:
                 records.append((week, surface, metric, numerator / citations, float(numerator), citations))
     return pl.DataFrame(
         records,
-        schema={"week_start": pl.Date, "surface": pl.String, "metric": pl.String, "value": pl.Float64,
-                "numerator": pl.Float64, "denominator": pl.Int64},
+        schema={
+            "week_start": pl.Date,
+            "surface": pl.String,
+            "metric": pl.String,
+            "value": pl.Float64,
+            "numerator": pl.Float64,
+            "denominator": pl.Int64,
+        },
         orient="row",
     )
 
@@ -267,7 +273,9 @@ def test_rates_chart_draws_the_busiest_surfaces_and_pools_the_rest(tmp_path):
     from citegate_assets.lib.chart import MAX_SURFACES, rates_figure
 
     frame = many_surfaces_frame(300)
-    citations = dict(frame.filter(pl.col("metric") == RATES[0]).group_by("surface").agg(pl.col("denominator").sum()).iter_rows())
+    citations = dict(
+        frame.filter(pl.col("metric") == RATES[0]).group_by("surface").agg(pl.col("denominator").sum()).iter_rows()
+    )
     busiest = sorted(citations, key=lambda s: -citations[s])[:MAX_SURFACES]
     assert MAX_SURFACES == 8 and busiest[0].startswith("evil")
 
@@ -278,7 +286,11 @@ def test_rates_chart_draws_the_busiest_surfaces_and_pools_the_rest(tmp_path):
         assert labels == ["evil\\x1b[2J\\nsurface", *busiest[1:], "other (292 surfaces)"]
         assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == list(RATES)
         other = fig.axes[0].lines[-1].get_ydata()  # pooled: their numerators over their denominators
-        rest = frame.filter(~pl.col("surface").is_in(busiest) & (pl.col("metric") == RATES[0]) & (pl.col("week_start") == dt.date(2025, 3, 3)))
+        rest = frame.filter(
+            ~pl.col("surface").is_in(busiest)
+            & (pl.col("metric") == RATES[0])
+            & (pl.col("week_start") == dt.date(2025, 3, 3))
+        )
         assert other[0] == pytest.approx(rest["numerator"].sum() / rest["denominator"].sum())
     finally:
         plt.close(fig)

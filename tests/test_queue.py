@@ -44,7 +44,11 @@ def rows(warehouse, sql):
 
 def test_every_failing_citation_is_queued_once_with_its_reason(demo):
     warehouse, _, tmp_path = demo
-    truth = {t["citation_id"]: t["expected_reason"] for t in map(json.loads, (tmp_path / "truth.jsonl").read_text().splitlines()) if "citation_id" in t}
+    truth = {
+        t["citation_id"]: t["expected_reason"]
+        for t in map(json.loads, (tmp_path / "truth.jsonl").read_text().splitlines())
+        if "citation_id" in t
+    }
     queued = dict(rows(warehouse, "select citation_id, reason from citation_queue"))
     assert len(queued) == rows(warehouse, "select count(*) from citation_queue")[0][0]  # once each
     for cid, reason in truth.items():
@@ -90,9 +94,20 @@ def test_each_entry_carries_what_a_reviewer_needs(demo):
             assert no_passage == n  # nothing to show: the chunk does not exist
         else:
             assert no_passage == 0, reason
-        if reason in ("support_partial", "support_no", "numeric_mismatch", "span_in_other_chunk", "span_outside_context"):
+        if reason in (
+            "support_partial",
+            "support_no",
+            "numeric_mismatch",
+            "span_in_other_chunk",
+            "span_outside_context",
+        ):
             assert located == n, reason  # the span's offsets in the prompt
-    causes = dict(rows(warehouse, "select reason, list(distinct best_evidence_cause) from citation_queue where reason like 'support%' group by 1"))
+    causes = dict(
+        rows(
+            warehouse,
+            "select reason, list(distinct best_evidence_cause) from citation_queue where reason like 'support%' group by 1",
+        )
+    )
     assert all(None not in c or True for c in causes.values())
     owners = dict(rows(warehouse, "select reason, any_value(owner) from citation_queue group by 1"))
     assert owners["span_truncated"] == "rag-platform" and owners["support_partial"] == "content-quality"
@@ -106,23 +121,41 @@ def test_queue_cli_groups_with_counts(demo, capsys):
     assert f"{total} queue entries" in out
     for reason, n in rows(warehouse, "select reason, count(*) from citation_queue group by 1"):
         assert f"== {reason}  ({n} {'entry' if n == 1 else 'entries'}, {n} open;" in out
-    [(cid,)] = rows(warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1")
+    [(cid,)] = rows(
+        warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1"
+    )
     assert main(["queue", "show", cid]) == 0
     shown = capsys.readouterr().out
-    assert "span_truncated" in shown and "the cited chunk's section" in shown and "of the chunk reached the prompt" in shown
+    assert (
+        "span_truncated" in shown
+        and "the cited chunk's section" in shown
+        and "of the chunk reached the prompt" in shown
+    )
 
 
 def test_review_round_trip_changes_status_and_feeds_calibration(demo, capsys):
     warehouse, landing, tmp_path = demo
-    [(accepted,)] = rows(warehouse, "select citation_id from citation_queue where reason = 'support_partial' order by 1 limit 1")
-    [(escalated,)] = rows(warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1")
+    [(accepted,)] = rows(
+        warehouse, "select citation_id from citation_queue where reason = 'support_partial' order by 1 limit 1"
+    )
+    [(escalated,)] = rows(
+        warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1"
+    )
     assert main(["review", accepted, "repair", "--note", "first thought"]) == 0
     assert main(["review", accepted, "accept"]) == 0  # a later decision supersedes
     assert main(["review", escalated, "escalate", "--cause", "truncation"]) == 0
     assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=None).success
-    status = dict(rows(warehouse, f"select citation_id, status from citation_queue where citation_id in ('{accepted}', '{escalated}')"))
+    status = dict(
+        rows(
+            warehouse,
+            f"select citation_id, status from citation_queue where citation_id in ('{accepted}', '{escalated}')",
+        )
+    )
     assert status == {accepted: "accepted", escalated: "escalated"}
-    assert rows(warehouse, f"select outcome, is_latest from review_outcomes where citation_id = '{accepted}' order by reviewed_at") == [
+    assert rows(
+        warehouse,
+        f"select outcome, is_latest from review_outcomes where citation_id = '{accepted}' order by reviewed_at",
+    ) == [
         ("repair", False),
         ("accept", True),
     ]
@@ -132,11 +165,23 @@ def test_review_round_trip_changes_status_and_feeds_calibration(demo, capsys):
             join citation_queue q on q.citation_id = o.citation_id where o.citation_id = '{accepted}'""",
     )
     assert (label, labeller, claim_matches) == ("yes", "tester", True)
-    assert rows(warehouse, "select cause, entries from (select cause, count(*) as entries from review_outcomes where is_latest and outcome = 'escalate' group by 1)") == [("truncation", 1)]
+    assert rows(
+        warehouse,
+        "select cause, entries from (select cause, count(*) as entries from review_outcomes where is_latest and outcome = 'escalate' group by 1)",
+    ) == [("truncation", 1)]
     # re-materializing keeps every entry once and its status
-    before = rows(warehouse, "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') from citation_queue")
+    before = rows(
+        warehouse,
+        "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') from citation_queue",
+    )
     assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=None).success
-    assert rows(warehouse, "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') from citation_queue") == before
+    assert (
+        rows(
+            warehouse,
+            "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') from citation_queue",
+        )
+        == before
+    )
 
 
 @pytest.mark.parametrize(
@@ -162,13 +207,18 @@ def test_best_evidence_causes():
     assert decide_cause("no", True, better, True) == ("ranking_or_chunking", "b", "yes")
     assert decide_cause("partial", True, [], True) == ("generation", None, None)
     assert decide_cause("yes", False, [], True) == ("generation", None, None)  # numbers overreached
-    assert decide_cause("no", True, [{"chunk_id": "c", "verdict": "partial", "numeric_ok": True, "coverage": 0.5}], True) == (
-        "ranking_or_chunking", "c", "partial"
-    )
-    assert decide_cause("no", True, [{"chunk_id": "c", "verdict": "no", "numeric_ok": True, "coverage": 0.5}], True) == ("no_evidence", None, None)
+    assert decide_cause(
+        "no", True, [{"chunk_id": "c", "verdict": "partial", "numeric_ok": True, "coverage": 0.5}], True
+    ) == ("ranking_or_chunking", "c", "partial")
+    assert decide_cause(
+        "no", True, [{"chunk_id": "c", "verdict": "no", "numeric_ok": True, "coverage": 0.5}], True
+    ) == ("no_evidence", None, None)
     assert decide_cause("no", True, better, False) == (None, None, None)  # stakes off: not judged
     # a "yes" elsewhere whose numbers do not match is not better evidence
-    assert decide_cause("no", True, [{"chunk_id": "b", "verdict": "yes", "numeric_ok": False, "coverage": 0.9}], True)[0] == "ranking_or_chunking"
+    assert (
+        decide_cause("no", True, [{"chunk_id": "b", "verdict": "yes", "numeric_ok": False, "coverage": 0.9}], True)[0]
+        == "ranking_or_chunking"
+    )
 
 
 def test_top_candidates_rank_by_claim_coverage():
@@ -190,12 +240,20 @@ def test_another_passage_supporting_the_claim_is_found(tmp_path, landing, dagste
     from .helpers import scenario_record, write_jsonl
 
     record = scenario_record("plain-list", "text")
-    record["citations"] = [{"chunk_id": "kb-1#c1", "span": "The Pro plan costs $49 per month.", "claim": "Support is available 24/7 for Enterprise customers and partners."}]
+    record["citations"] = [
+        {
+            "chunk_id": "kb-1#c1",
+            "span": "The Pro plan costs $49 per month.",
+            "claim": "Support is available 24/7 for Enterprise customers and partners.",
+        }
+    ]
     write_jsonl(landing / "a.jsonl", [record])
     config = tmp_path / "c.toml"
     config.write_text("[surfaces.default]\nstakes = 'high'\n")
     warehouse = tmp_path / "w.duckdb"
-    assert run_range(RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=config).success
+    assert run_range(
+        RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=config
+    ).success
     assert rows(warehouse, "select reason, best_evidence_cause, better_chunk_id from citation_queue") == [
         ("support_no", "ranking_or_chunking", "kb-2#c1")
     ]
@@ -236,6 +294,9 @@ def test_review_records_the_id_exactly_as_typed(tmp_path, landing, dagster_home,
     assert "request ' r1'" in capsys.readouterr().out
     # the next run gives each its own status
     assert run_range(plan, landing=landing, warehouse=warehouse, config_file=None).success
-    assert dict(rows(warehouse, "select citation_id, status from citation_queue where citation_id in ('r1#2', ' r1#2')")) == {
-        " r1#2": "accepted", "r1#2": "repaired",
+    assert dict(
+        rows(warehouse, "select citation_id, status from citation_queue where citation_id in ('r1#2', ' r1#2')")
+    ) == {
+        " r1#2": "accepted",
+        "r1#2": "repaired",
     }

@@ -40,7 +40,9 @@ def test_second_run_stops_with_a_clear_message(tmp_path, landing, dagster_home, 
     holder = hold_lock(warehouse, 5)
     try:
         with pytest.raises(RunLockedError, match=r"another citegate run is writing this warehouse \(pid \d+ since"):
-            run_range(RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=None)
+            run_range(
+                RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=None
+            )
         assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet"]) == 2
         assert "another citegate run is writing this warehouse" in capsys.readouterr().err
     finally:
@@ -84,8 +86,13 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
         with run_lock(tmp_path / "." / "w.duckdb"):  # `citegate run` around its run's warehouse resource: no deadlock
             pass
         probe = subprocess.run(
-            [sys.executable, "-c", f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass"],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass",
+            ],
+            capture_output=True,
+            text=True,
         )
         assert "another citegate run is writing this warehouse" in probe.stderr  # still held after the inner one ended
     with run_lock(warehouse):  # released
@@ -116,14 +123,18 @@ def scheduled_run(landing, warehouse, monkeypatch):
     d = defs()
     instance = dg.DagsterInstance.get()
     at_two = datetime(2026, 11, 3, 2, 0, tzinfo=timezone.utc)
-    with dg.build_schedule_context(instance=instance, scheduled_execution_time=at_two) as context:  # `with`: it resets what it set
+    with dg.build_schedule_context(
+        instance=instance, scheduled_execution_time=at_two
+    ) as context:  # `with`: it resets what it set
         [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
     return d.resolve_job_def("nightly_job").execute_in_process(
         instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
     )
 
 
-def test_a_scheduled_run_stops_with_a_clear_message_while_a_run_holds_the_lock(tmp_path, landing, dagster_home, monkeypatch):
+def test_a_scheduled_run_stops_with_a_clear_message_while_a_run_holds_the_lock(
+    tmp_path, landing, dagster_home, monkeypatch
+):
     write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text")])
     warehouse = tmp_path / "w.duckdb"
     monkeypatch.delenv("CITEGATE_LOCK_WAIT_S", raising=False)
@@ -134,7 +145,11 @@ def test_a_scheduled_run_stops_with_a_clear_message_while_a_run_holds_the_lock(t
         holder.kill()
         holder.wait()
     assert not result.success
-    errors = [e.event_specific_data.error for e in result.all_events if e.is_failure and getattr(e.event_specific_data, "error", None)]
+    errors = [
+        e.event_specific_data.error
+        for e in result.all_events
+        if e.is_failure and getattr(e.event_specific_data, "error", None)
+    ]
     messages = [error.message + (error.cause.message if error.cause else "") for error in errors]
     assert any("another citegate run is writing this warehouse (pid" in m for m in messages), messages
     assert not warehouse.exists()  # refused before any step ran
@@ -165,8 +180,13 @@ def test_a_run_holds_the_lock_from_its_first_step_to_its_last(tmp_path, landing,
 
     def publish_and_probe(source, target):
         probe = subprocess.run(
-            [sys.executable, "-c", f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass"],
-            capture_output=True, text=True,
+            [
+                sys.executable,
+                "-c",
+                f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass",
+            ],
+            capture_output=True,
+            text=True,
         )
         seen.append(probe.stderr)
         return real(source, target)

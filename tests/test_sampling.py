@@ -45,7 +45,9 @@ def test_one_row_per_provenance_passing_citation(sampled):
 
 
 def test_policy_per_surface(sampled):
-    rows = dict(sampled.sql("select surface, list(distinct why order by why) from support_sample group by surface").fetchall())
+    rows = dict(
+        sampled.sql("select surface, list(distinct why order by why) from support_sample group by surface").fetchall()
+    )
     assert rows == {"legal": ["high_stakes"], "search": ["stakes_off"], "chat": ["not_sampled", "sampled"]}
     [(share,)] = sampled.sql("select avg(selected::int) from support_sample where surface = 'chat'").fetchall()
     assert 0.2 < share < 0.4  # 200 citations at rate 0.3

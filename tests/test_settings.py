@@ -87,9 +87,15 @@ def test_reviews_labels_published_and_dagster_home_follow_the_warehouse(tmp_path
     s = where.resolve(warehouse="elsewhere/audit.duckdb", env={}, cwd=tmp_path)
     base = (tmp_path / "elsewhere").resolve()
     assert (s.published, s.reviews, s.labels, s.dagster_home) == (
-        base / "audit.published.duckdb", base / "audit.reviews", base / "audit.labels", base / "dagster_home")
+        base / "audit.published.duckdb",
+        base / "audit.reviews",
+        base / "audit.labels",
+        base / "dagster_home",
+    )
     s = where.resolve(env={"CITEGATE_WAREHOUSE": str(tmp_path / "w2.duckdb")}, cwd=tmp_path)
-    assert s.reviews == (tmp_path / "w2.reviews").resolve() and s.published == (tmp_path / "w2.published.duckdb").resolve()
+    assert (
+        s.reviews == (tmp_path / "w2.reviews").resolve() and s.published == (tmp_path / "w2.published.duckdb").resolve()
+    )
 
 
 def test_builtin_config_sentinel_and_missing_or_broken_config(tmp_path):
@@ -103,7 +109,9 @@ def test_builtin_config_sentinel_and_missing_or_broken_config(tmp_path):
 
 
 def test_resource_uses_exactly_what_was_resolved(tmp_path, clean_env, monkeypatch):
-    s = where.resolve(warehouse=tmp_path / "w.duckdb", landing=tmp_path / "in", config=where.BUILTIN_CONFIG, cwd=tmp_path)
+    s = where.resolve(
+        warehouse=tmp_path / "w.duckdb", landing=tmp_path / "in", config=where.BUILTIN_CONFIG, cwd=tmp_path
+    )
     # the environment changes after the CLI resolved: the run still uses what was printed
     monkeypatch.setenv("CITEGATE_REVIEWS", str(tmp_path / "other"))
     monkeypatch.setenv("CITEGATE_CONFIG", str(tmp_path / "missing.toml"))
@@ -145,7 +153,11 @@ def test_my_rag_example_is_identical_everywhere():
         return "\n".join(lines)
 
     readme = block((PROJECT / "README.md").read_text())
-    assert readme == block((PROJECT / "docs" / "profiles.md").read_text()) == block((PROJECT / "citegate.toml").read_text())
+    assert (
+        readme
+        == block((PROJECT / "docs" / "profiles.md").read_text())
+        == block((PROJECT / "citegate.toml").read_text())
+    )
     assert "my-rag" in parse_config(tomllib.loads(readme), None).templates
 
 
@@ -205,12 +217,16 @@ def copy_of(ran, tmp_path, clean_env, monkeypatch):
 
 def test_a_review_is_read_by_the_next_run(copy_of, capsys):
     published = copy_of / "wh.published.duckdb"
-    [(cid, status)] = _published_rows(published, "select citation_id, status from citation_queue order by citation_id limit 1")
+    [(cid, status)] = _published_rows(
+        published, "select citation_id, status from citation_queue order by citation_id limit 1"
+    )
     assert status == "open"
     assert main(["review", cid, "repair", "--warehouse", "wh.duckdb", "--note", "narrow the claim"]) == 0
     assert str(copy_of / "wh.reviews" / "reviews.jsonl") in capsys.readouterr().out
     assert main(["run", "--logs", "landing", "--warehouse", "wh.duckdb", "--quiet"]) == 0
-    assert _published_rows(published, f"select status from citation_queue where citation_id = '{cid}'") == [("repaired",)]
+    assert _published_rows(published, f"select status from citation_queue where citation_id = '{cid}'") == [
+        ("repaired",)
+    ]
     assert _published_rows(published, "select count(*) from review_outcomes") == [(1,)]
 
 
@@ -222,7 +238,9 @@ def test_readers_honour_citegate_published_and_never_open_the_working_file(copy_
     monkeypatch.setenv("CITEGATE_WAREHOUSE", str(copy_of / "wh.duckdb"))
     opened = []
     real = duckdb.connect
-    monkeypatch.setattr(duckdb, "connect", lambda path, *a, **k: opened.append(Path(path).resolve()) or real(path, *a, **k))
+    monkeypatch.setattr(
+        duckdb, "connect", lambda path, *a, **k: opened.append(Path(path).resolve()) or real(path, *a, **k)
+    )
     [(cid,)] = _published_rows(moved, "select citation_id from citation_queue order by citation_id limit 1")
     opened.clear()
     assert main(["queue", "--limit", "1"]) == 0

@@ -24,12 +24,18 @@ class CountingJudge:
             if r.claim in self.fail:
                 out.append(JudgeResult(r.key, "error", "500 after 6 attempts", attempts=6))
             else:
-                out.append(JudgeResult(r.key, "yes" if "good" in r.claim else "no", "Yes." if "good" in r.claim else "no", 40, 1, 12.0))
+                out.append(
+                    JudgeResult(
+                        r.key, "yes" if "good" in r.claim else "no", "Yes." if "good" in r.claim else "no", 40, 1, 12.0
+                    )
+                )
         return out
 
 
 def items(*claims):
-    return pl.DataFrame({"item_id": [f"i{n}" for n in range(len(claims))], "passage": ["P"] * len(claims), "claim": list(claims)})
+    return pl.DataFrame(
+        {"item_id": [f"i{n}" for n in range(len(claims))], "passage": ["P"] * len(claims), "claim": list(claims)}
+    )
 
 
 def make_connect(path):

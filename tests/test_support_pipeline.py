@@ -29,7 +29,8 @@ def _answer(request: dict, index: int) -> Reply:
 @pytest.fixture
 def setup(tmp_path, landing, dagster_home, monkeypatch):
     records = [
-        scenario_record(t, e, request_id=f"r{i}", logged_at="2026-11-02T10:00:00Z") for i, (t, e) in enumerate(PROFILE_ENCODINGS)
+        scenario_record(t, e, request_id=f"r{i}", logged_at="2026-11-02T10:00:00Z")
+        for i, (t, e) in enumerate(PROFILE_ENCODINGS)
     ]
     for r in records:
         for i, c in enumerate(r["citations"]):
@@ -40,7 +41,16 @@ def setup(tmp_path, landing, dagster_home, monkeypatch):
     labels.mkdir()
     write_jsonl(
         labels / "l.jsonl",
-        [{"id": f"l{i}", "claim": f"Statement {'ABC'[i % 3]}.", "passage": f"Passage {i}.", "label": ("yes", "no", "partial")[i % 3], "labeller": "t"} for i in range(9)],
+        [
+            {
+                "id": f"l{i}",
+                "claim": f"Statement {'ABC'[i % 3]}.",
+                "passage": f"Passage {i}.",
+                "label": ("yes", "no", "partial")[i % 3],
+                "labeller": "t",
+            }
+            for i in range(9)
+        ],
     )
     config = tmp_path / "citegate.toml"
     config.write_text(
@@ -62,11 +72,16 @@ def test_judges_only_passing_citations_through_the_server(setup):
     assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
     with connect(warehouse, read_only=True) as con:
         ok = con.sql("select count(*) from provenance_results where reason = 'ok'").fetchall()[0][0]
-        verdicts = con.sql("select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit from support_verdicts order by 1").fetchall()
-        bodies = {b for (b,) in con.sql(
-            "select substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) "
-            "from prompts p join prompt_sections s on s.request_id = p.request_id"
-        ).fetchall()}
+        verdicts = con.sql(
+            "select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit from support_verdicts order by 1"
+        ).fetchall()
+        bodies = {
+            b
+            for (b,) in con.sql(
+                "select substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) "
+                "from prompts p join prompt_sections s on s.request_id = p.request_id"
+            ).fetchall()
+        }
     assert len(verdicts) == ok == 2 * len(PROFILE_ENCODINGS)
     by_id = {v[0]: v for v in verdicts}
     assert by_id["r1#0"][1:5] == ("yes", "Yes.", True, "judge-test")
@@ -96,7 +111,10 @@ def test_second_run_makes_no_call_except_for_errors(setup):
     assert len(retried) == 2  # only the error pair, once plus one retry
     assert all("A flaky claim." in r["messages"][0]["content"] for r in retried)
     with connect(warehouse, read_only=True) as con:
-        assert con.sql("select count(*) from support_verdicts where cache_hit").fetchall()[0][0] >= 2 * len(PROFILE_ENCODINGS) - 2
+        assert (
+            con.sql("select count(*) from support_verdicts where cache_hit").fetchall()[0][0]
+            >= 2 * len(PROFILE_ENCODINGS) - 2
+        )
         assert con.sql("select count(*) from judge_cache where verdict = 'error'").fetchall() == [(0,)]
         [(cost,)] = con.sql("select sum(cost_usd) from support_verdicts where not cache_hit or cache_hit").fetchall()
         assert cost > 0
@@ -108,8 +126,13 @@ def test_calibration_through_the_same_server_and_cache(setup, capsys):
     result = run_calibration(warehouse=warehouse, config_file=config, labels=None)
     assert result.success
     with connect(warehouse, read_only=True) as con:
-        rows = {r[0]: r[1:] for r in con.sql("select scope, negatives, false_passes, calibrated from judge_calibration").fetchall()}
-        matrix = con.sql("select human_label, judge_verdict, n from judge_calibration_confusion order by 1, 2").fetchall()
+        rows = {
+            r[0]: r[1:]
+            for r in con.sql("select scope, negatives, false_passes, calibrated from judge_calibration").fetchall()
+        }
+        matrix = con.sql(
+            "select human_label, judge_verdict, n from judge_calibration_confusion order by 1, 2"
+        ).fetchall()
         status = con.sql("select surface, status from support_gate_status").fetchall()
     # label i has claim "Statement A|B|C" → judge "yes" for A (i % 3 == 0, all human "yes")
     assert matrix == [("no", "unparseable", 3), ("partial", "unparseable", 3), ("yes", "yes", 3)]
@@ -128,7 +151,10 @@ def test_api_key_never_in_the_warehouse_or_metadata(setup):
     assert "sk-test-not-logged" not in dump
     for event in result.get_asset_materialization_events():
         assert "sk-test-not-logged" not in str(event.materialization.metadata)
-    assert server.request_headers[0].get("authorization", server.request_headers[0].get("Authorization")) == "Bearer sk-test-not-logged"
+    assert (
+        server.request_headers[0].get("authorization", server.request_headers[0].get("Authorization"))
+        == "Bearer sk-test-not-logged"
+    )
 
 
 def test_server_going_away_mid_run_leaves_error_rows_and_a_finished_run(setup):

@@ -21,7 +21,12 @@ from citegate_assets.pipeline import RunPlan, run_range
 from .helpers import scenario_record, write_jsonl
 
 FAST = settings(max_examples=300, deadline=None, database=None)
-CLEAR, FAKE_LINE, RLO, OSC8 = "\x1b[2J", "\r[accepted by cfo]", "\u202e", "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\"
+CLEAR, FAKE_LINE, RLO, OSC8 = (
+    "\x1b[2J",
+    "\r[accepted by cfo]",
+    "\u202e",
+    "\x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\",
+)
 EVIL = CLEAR + FAKE_LINE + RLO + "\b\b\x9b\n[accepted by cfo]\t\u2028"
 
 
@@ -63,7 +68,9 @@ def test_newlines_kept_only_when_asked():
 
 
 def test_quote_and_ident_show_blanks_at_the_ends():
-    assert ident("r1#2") == "r1#2" and ident(" r1#2") == "' r1#2'" and ident("r1#2\t") == "'r1#2\\t'" and ident("") == "''"
+    assert (
+        ident("r1#2") == "r1#2" and ident(" r1#2") == "' r1#2'" and ident("r1#2\t") == "'r1#2\\t'" and ident("") == "''"
+    )
     assert quote(CLEAR) == "'\\x1b[2J'" and not forbidden(quote(EVIL)) and not forbidden(ident(EVIL))
 
 
@@ -108,8 +115,12 @@ def hostile(tmp_path_factory):
 
     (home / "dagster.yaml").write_text((PROJECT / "dagster_home" / "dagster.yaml").read_text())
     warehouse = tmp / "w.duckdb"
-    for name, value in {"DAGSTER_HOME": home, "CITEGATE_WAREHOUSE": warehouse, "CITEGATE_REVIEWS": tmp / "reviews",
-                        "CITEGATE_REVIEWER": "tester"}.items():
+    for name, value in {
+        "DAGSTER_HOME": home,
+        "CITEGATE_WAREHOUSE": warehouse,
+        "CITEGATE_REVIEWS": tmp / "reviews",
+        "CITEGATE_REVIEWER": "tester",
+    }.items():
         mp.setenv(name, str(value))
     for name in ("CITEGATE_CONFIG", "CITEGATE_PUBLISHED", "CITEGATE_LANDING", "CITEGATE_LABELS"):
         mp.delenv(name, raising=False)
@@ -119,8 +130,15 @@ def hostile(tmp_path_factory):
     for c in record["citations"]:
         c["claim"] = c["claim"] + EVIL
     # a chunk that was retrieved but never reached the prompt: its id and text are shown as the passage
-    record["retrieved"].append({"chunk_id": CHUNK, "rank": 9, "text": "Passage " + EVIL + " about refunds.", "doc_id": "kb-7",
-                                "chunking": "sentence" + CLEAR})
+    record["retrieved"].append(
+        {
+            "chunk_id": CHUNK,
+            "rank": 9,
+            "text": "Passage " + EVIL + " about refunds.",
+            "doc_id": "kb-7",
+            "chunking": "sentence" + CLEAR,
+        }
+    )
     record["citations"].append({"chunk_id": CHUNK, "span": "about refunds" + FAKE_LINE, "claim": "Refunds" + EVIL})
     record["citations"].append({"chunk_id": "kb-9" + OSC8, "span": "x" + RLO, "claim": "Fabricated" + EVIL})
     other = scenario_record("plain-list", "text", request_id="req-2")
@@ -131,7 +149,9 @@ def hostile(tmp_path_factory):
     landing = tmp / "landing"
     landing.mkdir()
     write_jsonl(landing / FILE_NAME, [record, other, lost])
-    assert run_range(RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=None).success
+    assert run_range(
+        RunPlan(date(2026, 11, 2), date(2026, 11, 2)), landing=landing, warehouse=warehouse, config_file=None
+    ).success
     yield warehouse, tmp
     mp.undo()
 
@@ -181,7 +201,9 @@ def test_review_confirmation_and_refusal_are_escaped(hostile, capsys):
     out = clean(capsys.readouterr())
     assert f"on {safe(cid)} by ana\\r[accepted by cfo]" in out
     [line] = [ln for ln in read_reviews(tmp / "reviews") if ln.review.citation_id == cid]
-    assert line.review.note == EVIL.strip() and line.review.reviewer == "ana" + FAKE_LINE  # stored as given, shown escaped
+    assert (
+        line.review.note == EVIL.strip() and line.review.reviewer == "ana" + FAKE_LINE
+    )  # stored as given, shown escaped
     assert main(["review", cid + CLEAR, "accept"]) == 2
     assert "no queue entry" in clean(capsys.readouterr())
 
@@ -195,7 +217,9 @@ def test_metrics_and_trace_are_escaped(hostile, capsys):
     assert main(["trace", "--metric", "support_rate_by_chunking", "--surface", SURFACE, "--week", "2026-11-02"]) == 2
     err = clean(capsys.readouterr())
     assert "give --breakdown, one of" in err and "sentence" in err
-    assert main(["trace", "--metric", "provenance_pass_rate" + CLEAR, "--surface", SURFACE, "--week", "2026-11-02"]) == 2
+    assert (
+        main(["trace", "--metric", "provenance_pass_rate" + CLEAR, "--surface", SURFACE, "--week", "2026-11-02"]) == 2
+    )
     assert "no metric 'provenance_pass_rate\\x1b[2J'" in clean(capsys.readouterr())
 
 
@@ -213,5 +237,8 @@ def test_queue_show_without_a_location_shows_the_profile_and_the_prompt(hostile,
     cid = lost[0]
     assert main(["queue", "show", cid]) == 0
     out = clean(capsys.readouterr())
-    assert "no location in the prompt: profile 'plain-list' (prompts.template) read it, profile_status no_context_block" in out
+    assert (
+        "no location in the prompt: profile 'plain-list' (prompts.template) read it, profile_status no_context_block"
+        in out
+    )
     assert "context_start" in out and "start of the prompt" in out and "Answer from what you know.\\x1b[2J" in out

@@ -18,8 +18,11 @@ import duckdb
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
-OFFLINE = re.compile(r"No matching distribution found for setuptools|Could not find a version that satisfies the requirement setuptools"
-                     r"|NewConnectionError|Temporary failure in name resolution|Network is unreachable", re.I)
+OFFLINE = re.compile(
+    r"No matching distribution found for setuptools|Could not find a version that satisfies the requirement setuptools"
+    r"|NewConnectionError|Temporary failure in name resolution|Network is unreachable",
+    re.I,
+)
 
 pytestmark = pytest.mark.wheel
 
@@ -51,7 +54,9 @@ def venv(tmp_path_factory) -> Path:
     assert made.returncode == 0, made.stderr
     python = env_dir / "bin" / "python"
     # install first, then let it see the dependencies: pip must not see (and never touch) the project's venv
-    installed = _sh([sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel])
+    installed = _sh(
+        [sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel]
+    )
     assert installed.returncode == 0, installed.stderr
     site = Path(_sh([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
@@ -60,7 +65,11 @@ def venv(tmp_path_factory) -> Path:
 
 
 def _clean_env(venv: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEGATE_") and k not in ("DAGSTER_HOME", "PYTHONPATH", "VIRTUAL_ENV")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CITEGATE_") and k not in ("DAGSTER_HOME", "PYTHONPATH", "VIRTUAL_ENV")
+    }
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     return env
 
@@ -69,25 +78,42 @@ def test_wheel_runs_the_pipeline_from_an_empty_folder(venv, tmp_path):
     work = tmp_path / "empty"
     work.mkdir()
     env = _clean_env(venv)
-    where = _sh([venv / "bin" / "python", "-c", "import citegate_assets; print(citegate_assets.__file__)"], cwd=work, env=env)
+    where = _sh(
+        [venv / "bin" / "python", "-c", "import citegate_assets; print(citegate_assets.__file__)"], cwd=work, env=env
+    )
     assert where.returncode == 0 and where.stdout.startswith(str(venv)), where.stdout + where.stderr
 
-    gen = _sh([venv / "bin" / "citegate", "gen-logs", "--out", "landing", "--days", "2", "--requests-per-day", "20"], cwd=work, env=env)
+    gen = _sh(
+        [venv / "bin" / "citegate", "gen-logs", "--out", "landing", "--days", "2", "--requests-per-day", "20"],
+        cwd=work,
+        env=env,
+    )
     assert gen.returncode == 0, gen.stderr
     records = int(re.search(r"records=(\d+)", gen.stdout).group(1))
 
-    run = _sh([venv / "bin" / "citegate", "run", "--logs", "landing", "--warehouse", "wh.duckdb", "--quiet"], cwd=work, env=env)
+    run = _sh(
+        [venv / "bin" / "citegate", "run", "--logs", "landing", "--warehouse", "wh.duckdb", "--quiet"],
+        cwd=work,
+        env=env,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     assert "config:       built-in defaults (no config file)" in run.stdout
-    assert f"dagster home: {work.resolve() / 'dagster_home'}  (default: dagster_home/ beside the warehouse)" in run.stdout
+    assert (
+        f"dagster home: {work.resolve() / 'dagster_home'}  (default: dagster_home/ beside the warehouse)" in run.stdout
+    )
     with duckdb.connect(str(work / "wh.duckdb"), read_only=True) as con:
         # every valid record written is a prompt; so is each malformed line whose answer alone is bad (its
         # prompt is kept, its citations go to answer_rejects)
         [(answer_rejects,)] = con.sql("select count(*) from answer_rejects").fetchall()
         assert con.sql("select count(*) from prompts").fetchall() == [(records + answer_rejects,)]
-        assert con.sql("select count(*) from prompts").fetchall() == con.sql("select sum(records_ingested)::bigint from ingested_files").fetchall()
+        assert (
+            con.sql("select count(*) from prompts").fetchall()
+            == con.sql("select sum(records_ingested)::bigint from ingested_files").fetchall()
+        )
         assert con.sql("select count(*) from provenance_results").fetchall()[0][0] > 0
-        assert con.sql("select count(*) from metric_definitions where in_lock").fetchall()[0][0] > 0  # the packaged lock
+        assert (
+            con.sql("select count(*) from metric_definitions where in_lock").fetchall()[0][0] > 0
+        )  # the packaged lock
     assert (work / "wh.published.duckdb").is_file()
     assert (work / "dagster_home" / "dagster.yaml").is_file()
     assert not (work / "data").exists()  # the flags were followed; nothing lands in the package either

@@ -31,8 +31,13 @@ def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource)
     if accepted.height:
         labels = pl.concat([labels, accepted.select(labels.columns)])
     with warehouse.connect() as con, transaction(con):
-        con.register("new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())
-        con.register("new_label_rejects", rejects.with_columns(rejected_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow())
+        con.register(
+            "new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow()
+        )
+        con.register(
+            "new_label_rejects",
+            rejects.with_columns(rejected_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow(),
+        )
         run_script(con, "support/replace_labels")
         con.unregister("new_labels")
         con.unregister("new_label_rejects")
@@ -44,7 +49,9 @@ def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource)
             "labels_path": str(path),
             "rejected_rows": rejects.height,
             "labels": dg.MetadataValue.md(markdown_table(counts)),
-            "rejects": dg.MetadataValue.md(markdown_table(rejects.select("source_file", "line_no", "reason", "detail"))),
+            "rejects": dg.MetadataValue.md(
+                markdown_table(rejects.select("source_file", "line_no", "reason", "detail"))
+            ),
         }
     )
 
@@ -66,9 +73,13 @@ def judge_calibration(
     now = datetime.now(timezone.utc)
     cal = config.calibration
     summary = pl.DataFrame(false_pass_summary(pairs, cal.false_pass_threshold, cal.min_negatives)).with_columns(
-        judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION), computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))
+        judge_model=pl.lit(the_judge.model),
+        template_version=pl.lit(TEMPLATE_VERSION),
+        computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
     )
-    matrix = confusion(pairs).with_columns(judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION))
+    matrix = confusion(pairs).with_columns(
+        judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION)
+    )
     params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_calibration", params)
@@ -83,7 +94,17 @@ def judge_calibration(
             "judge_calls": facts["judge_calls"],
             "cache_hits": facts["cache_hits"],
             "false_pass_rate": dg.MetadataValue.md(
-                markdown_table(summary.select("scope", "negatives", "false_passes", "false_pass_rate", "wilson_low", "wilson_high", "calibrated"))
+                markdown_table(
+                    summary.select(
+                        "scope",
+                        "negatives",
+                        "false_passes",
+                        "false_pass_rate",
+                        "wilson_low",
+                        "wilson_high",
+                        "calibrated",
+                    )
+                )
             ),
             "confusion (rows: human, columns: judge)": dg.MetadataValue.md(markdown_table(pivot)),
         }
@@ -91,7 +112,9 @@ def judge_calibration(
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration], pool=DUCKDB_POOL)
-def support_gate_status(context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource) -> dg.MaterializeResult:
+def support_gate_status(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+) -> dg.MaterializeResult:
     """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not."""
     config = warehouse.config()
     model = judge.build(config).model
@@ -106,13 +129,25 @@ def support_gate_status(context: dg.AssetExecutionContext, warehouse: WarehouseR
     names = [n for n in config.surfaces if n != "default"] + [s for s in seen if s not in config.surfaces]
     status = gate_status([(n, config.surface(n).stakes) for n in names], summary)
     now = datetime.now(timezone.utc)
-    schema = {"surface": pl.String, "stakes": pl.String, "status": pl.String, "why": pl.String, "false_pass_upper": pl.Float64, "negatives": pl.Int32}
+    schema = {
+        "surface": pl.String,
+        "stakes": pl.String,
+        "status": pl.String,
+        "why": pl.String,
+        "false_pass_upper": pl.Float64,
+        "negatives": pl.Int32,
+    }
     frame = pl.DataFrame(status, schema=schema).with_columns(
-        judge_model=pl.lit(model), template_version=pl.lit(TEMPLATE_VERSION), computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))
+        judge_model=pl.lit(model),
+        template_version=pl.lit(TEMPLATE_VERSION),
+        computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
     )
     with warehouse.connect() as con, transaction(con):
         con.execute("delete from support_gate_status")
         append_frame(con, "support_gate_status", frame)
     return dg.MaterializeResult(
-        metadata={"dagster/row_count": frame.height, "status": dg.MetadataValue.md(markdown_table(frame.select("surface", "stakes", "status", "why")))}
+        metadata={
+            "dagster/row_count": frame.height,
+            "status": dg.MetadataValue.md(markdown_table(frame.select("surface", "stakes", "status", "why"))),
+        }
     )

@@ -56,13 +56,13 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     context.log.info(f"ingesting {landing} into {warehouse.database_path()}")
 
     def progress(file_name: str, lines: int, nbytes: int) -> None:
-        context.log.info(f"{safe(file_name)}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)")  # names come from the landing folder
+        context.log.info(
+            f"{safe(file_name)}: {lines:,} lines read ({nbytes / 1e6:,.1f} MB this run)"
+        )  # names come from the landing folder
 
     with warehouse.connect() as con:
         summary = ingest_landing(con, landing, config, progress=progress, final=warehouse.final_read)
-        counts = dict(
-            query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall()
-        )
+        counts = dict(query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall())
         reject_reasons = query(con, "ingest/reject_reasons", {"start": start, "end": end}).pl()
         unbalanced = con.sql(
             "select file_name, lines_read, records_ingested, records_rejected from ingested_files "
@@ -86,7 +86,9 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         if name == "prompts":
             metadata |= run_facts | {"preview": dg.MetadataValue.md(markdown_table(preview))}
         if name in ("ingest_rejects", "answer_rejects"):
-            metadata["reasons"] = dg.MetadataValue.md(markdown_table(reject_reasons.filter(pl.col("table_name") == name)))
+            metadata["reasons"] = dg.MetadataValue.md(
+                markdown_table(reject_reasons.filter(pl.col("table_name") == name))
+            )
         if name == "ingested_files":
             yield dg.MaterializeResult(
                 asset_key=name,

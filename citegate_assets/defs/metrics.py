@@ -18,7 +18,11 @@ from .resources import DUCKDB_POOL, WarehouseResource
 UTC = pl.Datetime("us", "UTC")
 LOCK_CHECK = "definitions_match_lock"
 BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
-PASS_UP_REPAIR_DOWN, SAME_MODEL, UNCALIBRATED = "pass_rate_up_while_repair_rate_down", "judge_differs_from_answer_model", "high_stakes_judge_calibrated"
+PASS_UP_REPAIR_DOWN, SAME_MODEL, UNCALIBRATED = (
+    "pass_rate_up_while_repair_rate_down",
+    "judge_differs_from_answer_model",
+    "high_stakes_judge_calibrated",
+)
 
 
 @dg.asset(
@@ -43,9 +47,16 @@ def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     frame = pl.DataFrame(
         [
             {
-                "name": d.name, "version": d.version, "kind": d.kind, "description": d.description, "numerator": d.numerator,
-                "denominator": d.denominator, "sha256": d.sha256, "locked_sha256": lock.get(d.name, {}).get(str(d.version)),
-                "in_lock": lock.get(d.name, {}).get(str(d.version)) == d.sha256, "sql_text": d.sql,
+                "name": d.name,
+                "version": d.version,
+                "kind": d.kind,
+                "description": d.description,
+                "numerator": d.numerator,
+                "denominator": d.denominator,
+                "sha256": d.sha256,
+                "locked_sha256": lock.get(d.name, {}).get(str(d.version)),
+                "in_lock": lock.get(d.name, {}).get(str(d.version)) == d.sha256,
+                "sql_text": d.sql,
             }
             for d in definitions
         ],
@@ -59,7 +70,9 @@ def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseRe
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": frame.height,
-            "definitions": dg.MetadataValue.md(markdown_table(frame.select("name", "version", "kind", "numerator", "denominator"), 20)),
+            "definitions": dg.MetadataValue.md(
+                markdown_table(frame.select("name", "version", "kind", "numerator", "denominator"), 20)
+            ),
         },
         check_results=[
             dg.AssetCheckResult(
@@ -88,7 +101,11 @@ COLUMN_LINEAGE = dg.TableColumnLineage(
             _dep("numeric_checks", "numeric_ok"),
             _dep("review_outcomes", "outcome"),
         ],
-        "denominator": [_dep("provenance_results", "citation_id"), _dep("support_verdicts", "citation_id"), _dep("citation_queue", "citation_id")],
+        "denominator": [
+            _dep("provenance_results", "citation_id"),
+            _dep("support_verdicts", "citation_id"),
+            _dep("citation_queue", "citation_id"),
+        ],
     }
 )
 
@@ -105,7 +122,15 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             kinds={"duckdb"},
             description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, denominator and definition version.",
             # support_gate_status: the uncalibrated-judge check reads it, so it must be this run's, not last night's
-            deps=[metric_definitions, "provenance_results", "support_verdicts", "numeric_checks", "citation_queue", "review_outcomes", "support_gate_status"],
+            deps=[
+                metric_definitions,
+                "provenance_results",
+                "support_verdicts",
+                "numeric_checks",
+                "citation_queue",
+                "review_outcomes",
+                "support_gate_status",
+            ],
         ),
         dg.AssetSpec(
             "weekly_breakdowns",
@@ -124,9 +149,17 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
     ],
     check_specs=[
         _check(BOUNDS, "Every rate in [0, 1]; no numerator above its denominator.", True),
-        _check(RECONCILE, "Denominators equal the upstream counts: citations checked, citations judged, entries reviewed.", True),
+        _check(
+            RECONCILE,
+            "Denominators equal the upstream counts: citations checked, citations judged, entries reviewed.",
+            True,
+        ),
         _check(VERSIONS, "No week mixes definition versions of one metric.", True),
-        _check(PASS_UP_REPAIR_DOWN, "Warns when the end-to-end pass rate rises while the queue repair rate falls, week over week.", False),
+        _check(
+            PASS_UP_REPAIR_DOWN,
+            "Warns when the end-to-end pass rate rises while the queue repair rate falls, week over week.",
+            False,
+        ),
         _check(SAME_MODEL, "Warns when citations were judged by the model that wrote the answer.", False),
         _check(UNCALIBRATED, "Warns when a high-stakes surface's judge is uncalibrated.", False),
     ],
@@ -145,39 +178,70 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         mixed = query(con, "metric_tables/check_versions").pl()
         warning = query(con, "metric_tables/check_pass_up_repair_down").pl()
         [(same_model,)] = con.sql("select count(*) from support_verdicts where judge_is_answer_model").fetchall()
-        uncalibrated = con.sql("select surface, why from support_gate_status where stakes = 'high' and status = 'uncalibrated'").pl()
+        uncalibrated = con.sql(
+            "select surface, why from support_gate_status where stakes = 'high' and status = 'uncalibrated'"
+        ).pl()
         [(n_breakdowns,)] = con.sql("select count(*) from weekly_breakdowns").fetchall()
         [(n_lineage,)] = con.sql("select count(*) from metric_lineage").fetchall()
     chart = rates_chart_png(metrics, Path(warehouse.database_path()).with_name("weekly_rates.png"))
-    latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(on="metric", index="surface", values="value")
+    latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(
+        on="metric", index="surface", values="value"
+    )
     warn = dg.AssetCheckSeverity.WARN
     checks = [
         dg.AssetCheckResult(
-            check_name=BOUNDS, passed=out_of_bounds.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))},
-            description=f"{out_of_bounds.height} rates out of bounds (outside [0, 1], or a numerator above its denominator)" if out_of_bounds.height else "every rate in [0, 1]",
+            check_name=BOUNDS,
+            passed=out_of_bounds.is_empty(),
+            metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))},
+            description=f"{out_of_bounds.height} rates out of bounds (outside [0, 1], or a numerator above its denominator)"
+            if out_of_bounds.height
+            else "every rate in [0, 1]",
         ),
         dg.AssetCheckResult(
-            check_name=RECONCILE, passed=unreconciled.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))},
+            check_name=RECONCILE,
+            passed=unreconciled.is_empty(),
+            metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))},
             description=f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream count of the gated days"
-            if unreconciled.height else "every denominator equals its upstream count (gated days)",
+            if unreconciled.height
+            else "every denominator equals its upstream count (gated days)",
         ),
         dg.AssetCheckResult(
-            check_name=VERSIONS, passed=mixed.is_empty(), metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))},
-            description=f"{mixed.height} (week, metric) mix definition versions" if mixed.height else "one definition version per week and metric",
+            check_name=VERSIONS,
+            passed=mixed.is_empty(),
+            metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))},
+            description=f"{mixed.height} (week, metric) mix definition versions"
+            if mixed.height
+            else "one definition version per week and metric",
         ),
-        dg.AssetCheckResult(check_name=PASS_UP_REPAIR_DOWN, passed=warning.is_empty(), severity=warn, metadata={"rows": dg.MetadataValue.md(markdown_table(warning))}),
-        dg.AssetCheckResult(check_name=SAME_MODEL, passed=same_model == 0, severity=warn, metadata={"citations": same_model}),
-        dg.AssetCheckResult(check_name=UNCALIBRATED, passed=uncalibrated.is_empty(), severity=warn, metadata={"surfaces": dg.MetadataValue.md(markdown_table(uncalibrated))}),
+        dg.AssetCheckResult(
+            check_name=PASS_UP_REPAIR_DOWN,
+            passed=warning.is_empty(),
+            severity=warn,
+            metadata={"rows": dg.MetadataValue.md(markdown_table(warning))},
+        ),
+        dg.AssetCheckResult(
+            check_name=SAME_MODEL, passed=same_model == 0, severity=warn, metadata={"citations": same_model}
+        ),
+        dg.AssetCheckResult(
+            check_name=UNCALIBRATED,
+            passed=uncalibrated.is_empty(),
+            severity=warn,
+            metadata={"surfaces": dg.MetadataValue.md(markdown_table(uncalibrated))},
+        ),
     ]
     yield dg.MaterializeResult(
         asset_key="weekly_surface_metrics",
         metadata={
             "dagster/row_count": metrics.height,
-            "latest_week": dg.MetadataValue.md(markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)),
+            "latest_week": dg.MetadataValue.md(
+                markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)
+            ),
             "chart": dg.MetadataValue.md(f"![weekly rates per surface]({png_data_uri(chart)})"),
             "chart_path": dg.MetadataValue.path(str(chart)),
             "dagster/column_lineage": COLUMN_LINEAGE,
-            "definitions": dg.MetadataValue.md("\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)),
+            "definitions": dg.MetadataValue.md(
+                "\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)
+            ),
         },
         check_results=checks,
     )
@@ -196,4 +260,6 @@ def published_warehouse(context: dg.AssetExecutionContext, warehouse: WarehouseR
     target = warehouse.published_path()
     facts = publish_copy(warehouse.database_path(), target)
     context.log.info(f"published {facts['tables']} tables to {target}")
-    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(target)), "tables": facts["tables"], "bytes": facts["bytes"]})
+    return dg.MaterializeResult(
+        metadata={"path": dg.MetadataValue.path(str(target)), "tables": facts["tables"], "bytes": facts["bytes"]}
+    )

@@ -52,7 +52,11 @@ def provenance_results(context: dg.AssetExecutionContext, warehouse: WarehouseRe
             dg.AssetCheckResult(
                 check_name=COVERAGE_CHECK,
                 passed=missing == 0 and duplicated == 0 and orphaned == 0,
-                metadata={"citations_without_row": missing, "citations_with_several_rows": duplicated, "rows_without_citation": orphaned},
+                metadata={
+                    "citations_without_row": missing,
+                    "citations_with_several_rows": duplicated,
+                    "rows_without_citation": orphaned,
+                },
             )
         ],
     )

@@ -86,7 +86,9 @@ class WarehouseResource(dg.ConfigurableResource):
         from citegate_assets.lib.runlock import run_lock
 
         wait_s = float(os.environ.get("CITEGATE_LOCK_WAIT_S") or 0)
-        on_wait = lambda holder: context.log.info(f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})")  # noqa: E731
+        on_wait = lambda holder: context.log.info(
+            f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})"
+        )  # noqa: E731
         hint = "this run stops; run it again when that one ends (CITEGATE_LOCK_WAIT_S=SECONDS makes runs wait)"
         with run_lock(self.database_path(), wait_s=wait_s, on_wait=on_wait, hint=hint):
             yield self

@@ -20,7 +20,9 @@ UTC = pl.Datetime("us", "UTC")
 
 
 @dg.asset(**DAILY, kinds={"duckdb", "openai"}, deps=["support_verdicts", "numeric_checks"], pool=DUCKDB_POOL)
-def best_evidence(context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource) -> dg.MaterializeResult:
+def best_evidence(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+) -> dg.MaterializeResult:
     """For each support failure: did another passage in the prompt support the claim? generation, ranking_or_chunking or no_evidence."""
     start, end = partition_days(context)
     config = warehouse.config()
@@ -33,19 +35,27 @@ def best_evidence(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
         con.unregister("failures")
     stakes = {name: p.stakes for name, p in config.surfaces.items()}
     assessed = failures.select(
-        "citation_id", assessed=pl.col("surface").replace_strict(stakes, default=stakes["default"], return_dtype=pl.String) != "off"
+        "citation_id",
+        assessed=pl.col("surface").replace_strict(stakes, default=stakes["default"], return_dtype=pl.String) != "off",
     )
-    best = top_candidates(others.join(assessed.filter("assessed").select("citation_id"), on="citation_id"), int(config.queue.best_evidence_k))
+    best = top_candidates(
+        others.join(assessed.filter("assessed").select("citation_id"), on="citation_id"),
+        int(config.queue.best_evidence_k),
+    )
     verdicts, facts = judge_items(
         warehouse.connect,
         best.select(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"), passage="passage", claim="claim"),
         the_judge,
         config.judge.prices,
     )
-    judged = best.with_columns(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id")).join(
-        verdicts.select("item_id", "verdict"), on="item_id", how="left"
-    ).with_columns(
-        numeric_ok=pl.Series([not missing_quantities(c, p) for c, p in zip(best["claim"], best["passage"])], dtype=pl.Boolean)
+    judged = (
+        best.with_columns(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"))
+        .join(verdicts.select("item_id", "verdict"), on="item_id", how="left")
+        .with_columns(
+            numeric_ok=pl.Series(
+                [not missing_quantities(c, p) for c, p in zip(best["claim"], best["passage"])], dtype=pl.Boolean
+            )
+        )
     )
     by_citation: dict[str, list[dict]] = {}
     for row in judged.select("citation_id", "chunk_id", "coverage", "verdict", "numeric_ok").iter_rows(named=True):
@@ -70,10 +80,19 @@ def best_evidence(context: dg.AssetExecutionContext, warehouse: WarehouseResourc
             }
         )
     schema = {
-        "citation_id": pl.String, "request_id": pl.String, "day": pl.Date, "surface": pl.String, "cited_verdict": pl.String,
-        "cited_numeric_ok": pl.Boolean, "assessed": pl.Boolean, "cause": pl.String, "better_chunk_id": pl.String,
+        "citation_id": pl.String,
+        "request_id": pl.String,
+        "day": pl.Date,
+        "surface": pl.String,
+        "cited_verdict": pl.String,
+        "cited_numeric_ok": pl.Boolean,
+        "assessed": pl.Boolean,
+        "cause": pl.String,
+        "better_chunk_id": pl.String,
         "better_verdict": pl.String,
-        "candidates": pl.List(pl.Struct({"chunk_id": pl.String, "coverage": pl.Float64, "verdict": pl.String, "numeric_ok": pl.Boolean})),
+        "candidates": pl.List(
+            pl.Struct({"chunk_id": pl.String, "coverage": pl.Float64, "verdict": pl.String, "numeric_ok": pl.Boolean})
+        ),
     }
     frame = pl.DataFrame(rows, schema=schema).with_columns(computed_at=pl.lit(datetime.now(timezone.utc), dtype=UTC))
     with warehouse.connect() as con, transaction(con):
@@ -101,7 +120,20 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
     outcomes = pl.DataFrame(
         [
             {
-                **{k: getattr(ln.review, k) for k in ("review_id", "citation_id", "outcome", "cause", "note", "reviewer", "queue_reason", "claim", "passage")},
+                **{
+                    k: getattr(ln.review, k)
+                    for k in (
+                        "review_id",
+                        "citation_id",
+                        "outcome",
+                        "cause",
+                        "note",
+                        "reviewer",
+                        "queue_reason",
+                        "claim",
+                        "passage",
+                    )
+                },
                 "reviewed_at": datetime.fromisoformat(ln.review.reviewed_at),
                 "source_file": ln.file,
                 "source_line": ln.line_no,
@@ -110,15 +142,35 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             for ln in good
         ],
         schema={
-            "review_id": pl.String, "citation_id": pl.String, "outcome": pl.String, "cause": pl.String, "note": pl.String,
-            "reviewer": pl.String, "queue_reason": pl.String, "claim": pl.String, "passage": pl.String,
-            "reviewed_at": UTC, "source_file": pl.String, "source_line": pl.Int64, "is_latest": pl.Boolean,
+            "review_id": pl.String,
+            "citation_id": pl.String,
+            "outcome": pl.String,
+            "cause": pl.String,
+            "note": pl.String,
+            "reviewer": pl.String,
+            "queue_reason": pl.String,
+            "claim": pl.String,
+            "passage": pl.String,
+            "reviewed_at": UTC,
+            "source_file": pl.String,
+            "source_line": pl.Int64,
+            "is_latest": pl.Boolean,
         },
     ).unique("review_id", keep="first", maintain_order=True)
     now = datetime.now(timezone.utc)
     rejects = pl.DataFrame(
-        [{"source_file": ln.file, "line_no": ln.line_no, "error": ln.error, "raw_line": ln.raw, "recorded_at": now} for ln in lines if ln.review is None],
-        schema={"source_file": pl.String, "line_no": pl.Int64, "error": pl.String, "raw_line": pl.String, "recorded_at": UTC},
+        [
+            {"source_file": ln.file, "line_no": ln.line_no, "error": ln.error, "raw_line": ln.raw, "recorded_at": now}
+            for ln in lines
+            if ln.review is None
+        ],
+        schema={
+            "source_file": pl.String,
+            "line_no": pl.Int64,
+            "error": pl.String,
+            "raw_line": pl.String,
+            "recorded_at": UTC,
+        },
     )
     with warehouse.connect() as con, transaction(con):
         # the log is the source of truth and is only ever appended to: rebuilding from it is idempotent
@@ -151,9 +203,12 @@ def citation_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     start, end = partition_days(context)
     config = warehouse.config()
     queue_owners = pl.DataFrame(
-        {"reason": list(config.queue.owners), "owner": list(config.queue.owners.values())}, schema={"reason": pl.String, "owner": pl.String}
+        {"reason": list(config.queue.owners), "owner": list(config.queue.owners.values())},
+        schema={"reason": pl.String, "owner": pl.String},
     )
-    surface_owners = pl.DataFrame({"surface": list(config.surfaces), "owner": [p.owner for p in config.surfaces.values()]})
+    surface_owners = pl.DataFrame(
+        {"surface": list(config.surfaces), "owner": [p.owner for p in config.surfaces.values()]}
+    )
     params = {"start": start, "end": end, "now": datetime.now(timezone.utc)}
     with warehouse.connect() as con:
         with transaction(con):
@@ -165,7 +220,9 @@ def citation_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             con.unregister("surface_owners")
         volume = query(con, "review/queue_volume", params).pl()
         [(n,)] = query(con, "review/queue_count", params).fetchall()
-    by_reason = volume.group_by("reason").agg(pl.col("entries").sum(), pl.col("open").sum()).sort("entries", descending=True)
+    by_reason = (
+        volume.group_by("reason").agg(pl.col("entries").sum(), pl.col("open").sum()).sort("entries", descending=True)
+    )
     return dg.MaterializeResult(
         metadata={
             **row_count_metadata(start, end, n),

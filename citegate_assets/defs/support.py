@@ -46,12 +46,16 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     claims, passages = rows["claim"].to_list(), rows["passage"].to_list()
     found = [[_canonical(q) for q in extract_quantities(c)] for c in claims]
     missing = [[_canonical(q) for q in missing_quantities(c, p)] for c, p in zip(claims, passages)]
-    checks = rows.select("citation_id", "request_id", "day", "surface").with_columns(
-        claim_quantities=pl.Series(found, dtype=pl.List(pl.String)),
-        missing_quantities=pl.Series(missing, dtype=pl.List(pl.String)),
-    ).with_columns(
-        numeric_ok=pl.col("missing_quantities").list.len() == 0,
-        checked_at=pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("us", "UTC")),
+    checks = (
+        rows.select("citation_id", "request_id", "day", "surface")
+        .with_columns(
+            claim_quantities=pl.Series(found, dtype=pl.List(pl.String)),
+            missing_quantities=pl.Series(missing, dtype=pl.List(pl.String)),
+        )
+        .with_columns(
+            numeric_ok=pl.col("missing_quantities").list.len() == 0,
+            checked_at=pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("us", "UTC")),
+        )
     )
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_numeric", params)
@@ -62,7 +66,9 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             **row_count_metadata(start, end, checks.height),
             "numeric_mismatches": mismatches.height,
             "mismatch_preview": dg.MetadataValue.md(
-                markdown_table(mismatches.select("citation_id", "surface", pl.col("missing_quantities").list.join(", ")))
+                markdown_table(
+                    mismatches.select("citation_id", "surface", pl.col("missing_quantities").list.join(", "))
+                )
             ),
         }
     )
@@ -80,7 +86,9 @@ def support_verdicts(
     with warehouse.connect() as con:
         rows = passages_by_bucket(con, params).filter(pl.col("selected"))
         numeric = dict(
-            con.sql("select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params).fetchall()
+            con.sql(
+                "select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params
+            ).fetchall()
         )
     context.log.info(f"judging {rows.height:,} citations with {the_judge.model}")
 
@@ -106,7 +114,9 @@ def support_verdicts(
         summary = query(con, "support/verdicts_by_surface", params).pl()
     same_model = verdicts.filter(pl.col("judge_is_answer_model")).height
     if same_model:
-        context.log.warning(f"{same_model} citations were judged by the model that wrote the answer ({the_judge.model})")
+        context.log.warning(
+            f"{same_model} citations were judged by the model that wrote the answer ({the_judge.model})"
+        )
     return dg.MaterializeResult(
         metadata={
             **row_count_metadata(start, end, verdicts.height),
@@ -127,7 +137,10 @@ PASSAGE_BUCKETS = 8
 
 def passages_by_bucket(con, params: dict) -> pl.DataFrame:
     """support/passages for the window, one bucket of requests at a time (bounded join memory)."""
-    parts = [query(con, "support/passages", {**params, "buckets": PASSAGE_BUCKETS, "bucket": b}).pl() for b in range(PASSAGE_BUCKETS)]
+    parts = [
+        query(con, "support/passages", {**params, "buckets": PASSAGE_BUCKETS, "bucket": b}).pl()
+        for b in range(PASSAGE_BUCKETS)
+    ]
     return pl.concat(parts)
 
 

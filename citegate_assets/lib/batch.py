@@ -15,9 +15,9 @@ import polars as pl
 
 from .config import Config
 from .containers import PromptDecodeError, decode_body
-from .normalize import NORMALIZATION_VERSION, normalize
 from .layout import auto_unescape, block_label, label_at, uses_block_search
 from .locate import locate_chunks, positional_ref
+from .normalize import NORMALIZATION_VERSION, normalize
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
 from .records import Record
 
@@ -53,7 +53,9 @@ def build_frames(
         template = rec.template or config.surface(rec.surface).template
         profile = config.profile(template)
         try:
-            decoded_messages = decoded[key] if decoded is not None else decode_body(rec.prompt, rec.prompt_encoding).messages
+            decoded_messages = (
+                decoded[key] if decoded is not None else decode_body(rec.prompt, rec.prompt_encoding).messages
+            )
         except PromptDecodeError as exc:
             rejects.append(_reject_row(key, rec, "prompt_undecodable", str(exc)))
             continue
@@ -98,10 +100,19 @@ def build_frames(
             }
         )
         for position, r in enumerate(rec.retrieved):
-            retrieval_rows.append((rid, rec.day, r["chunk_id"], r["rank"], position, r["doc_id"], r["chunking"], r["text"], unescape))
+            retrieval_rows.append(
+                (rid, rec.day, r["chunk_id"], r["rank"], position, r["doc_id"], r["chunking"], r["text"], unescape)
+            )
         if status == PROFILE_UNKNOWN:
             answer_reject_rows.append(
-                _answer_reject(rec, "unknown_template", f"template {template!r} is neither built in nor in [templates]", source_file, line_no, now)
+                _answer_reject(
+                    rec,
+                    "unknown_template",
+                    f"template {template!r} is neither built in nor in [templates]",
+                    source_file,
+                    line_no,
+                    now,
+                )
             )
         elif rec.answer_reject is not None:
             answer_reject_rows.append(
@@ -110,10 +121,25 @@ def build_frames(
         else:
             for position, c in enumerate(rec.citations or []):
                 citation_rows.append(
-                    (f"{rid}#{position}", rid, rec.day, position, rec.surface, rec.answer_model, c["chunk_id"], c["span"], c["claim"], unescape)
+                    (
+                        f"{rid}#{position}",
+                        rid,
+                        rec.day,
+                        position,
+                        rec.surface,
+                        rec.answer_model,
+                        c["chunk_id"],
+                        c["span"],
+                        c["claim"],
+                        unescape,
+                    )
                 )
 
-    prompts = pl.DataFrame(prompt_rows, schema=PROMPT_SCHEMA, orient="row") if prompt_rows else pl.DataFrame(schema=PROMPT_SCHEMA)
+    prompts = (
+        pl.DataFrame(prompt_rows, schema=PROMPT_SCHEMA, orient="row")
+        if prompt_rows
+        else pl.DataFrame(schema=PROMPT_SCHEMA)
+    )
     pieces = _normalized_pieces(piece_rows)
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(pieces)
@@ -122,11 +148,18 @@ def build_frames(
     sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
     prompts = _assemble_prompts(prompts, pieces, joined, sections, bounds, now)
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
-    retrievals = retrievals.join(
-        sections.filter(pl.col("chunk_id").is_not_null()).select("request_id", "chunk_id").unique().with_columns(in_prompt=pl.lit(True)),
-        on=["request_id", "chunk_id"],
-        how="left",
-    ).with_columns(pl.col("in_prompt").fill_null(False)).drop("unescape")
+    retrievals = (
+        retrievals.join(
+            sections.filter(pl.col("chunk_id").is_not_null())
+            .select("request_id", "chunk_id")
+            .unique()
+            .with_columns(in_prompt=pl.lit(True)),
+            on=["request_id", "chunk_id"],
+            how="left",
+        )
+        .with_columns(pl.col("in_prompt").fill_null(False))
+        .drop("unescape")
+    )
     citations, emptied = _citations(citation_rows)
     if emptied.height:
         # a span or claim that normalizes to nothing would match everywhere: reject the whole answer
@@ -136,9 +169,20 @@ def build_frames(
             source_file, line_no = origin[key]
             if rec.request_id in bad:
                 answer_reject_rows.append(
-                    _answer_reject(rec, "citation_empty_field", "a span or claim is empty after normalization", source_file, line_no, now)
+                    _answer_reject(
+                        rec,
+                        "citation_empty_field",
+                        "a span or claim is empty after normalization",
+                        source_file,
+                        line_no,
+                        now,
+                    )
                 )
-    answer_rejects = pl.DataFrame(answer_reject_rows, schema=ANSWER_REJECT_SCHEMA, orient="row") if answer_reject_rows else pl.DataFrame(schema=ANSWER_REJECT_SCHEMA)
+    answer_rejects = (
+        pl.DataFrame(answer_reject_rows, schema=ANSWER_REJECT_SCHEMA, orient="row")
+        if answer_reject_rows
+        else pl.DataFrame(schema=ANSWER_REJECT_SCHEMA)
+    )
     return Frames(prompts, sections, retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects, rejects)
 
 
@@ -169,7 +213,18 @@ ANSWER_REJECT_SCHEMA = {
     "source_line": pl.Int64,
     "rejected_at": pl.Datetime("us", "UTC"),
 }
-RETRIEVAL_COLUMNS = ["request_id", "day", "chunk_id", "rank", "position", "doc_id", "chunking", "text", "text_normalized", "in_prompt"]
+RETRIEVAL_COLUMNS = [
+    "request_id",
+    "day",
+    "chunk_id",
+    "rank",
+    "position",
+    "doc_id",
+    "chunking",
+    "text",
+    "text_normalized",
+    "in_prompt",
+]
 
 
 def _reject_row(key: int, rec: Record, reason: str, detail: str) -> dict:
@@ -197,7 +252,9 @@ def _normalized_pieces(rows: list[tuple]) -> pl.DataFrame:
     # each non-empty piece is followed by one joining space (the last one's is never written)
     step = length + (length > 0).cast(pl.Int64)
     return (
-        df.with_columns(text=normalize(pl.col("text"), pl.col("unescape")), ref=normalize(pl.col("ref"), pl.col("unescape")))
+        df.with_columns(
+            text=normalize(pl.col("text"), pl.col("unescape")), ref=normalize(pl.col("ref"), pl.col("unescape"))
+        )
         .with_columns(length=length)
         .with_columns(end_cum=step.cum_sum().over("request_id"))
         .with_columns(start=pl.col("end_cum") - step)
@@ -231,7 +288,9 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
     bodies = bodies.join(modes, on="request_id", how="left")
     ret = retrievals.select("request_id", "chunk_id", "position", "text_normalized")
 
-    by_id = bodies.filter(pl.col("chunk_ref") == "chunk_id").with_columns(chunk_id=pl.col("ref"), resolved_by=pl.lit("chunk_id"))
+    by_id = bodies.filter(pl.col("chunk_ref") == "chunk_id").with_columns(
+        chunk_id=pl.col("ref"), resolved_by=pl.lit("chunk_id")
+    )
     by_position = (
         bodies.filter(pl.col("chunk_ref") == "position")
         .with_columns(position=pl.col("ref").cast(pl.Int32, strict=False) - 1)
@@ -240,7 +299,12 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
         .drop("position")
     )
     sections = pl.concat(
-        [f.select("request_id", "day", "section_no", "ref", "chunk_id", "resolved_by", "body", "body_start", "body_end") for f in (by_id, by_position)]
+        [
+            f.select(
+                "request_id", "day", "section_no", "ref", "chunk_id", "resolved_by", "body", "body_start", "body_end"
+            )
+            for f in (by_id, by_position)
+        ]
     )
     full = ret.select("request_id", "chunk_id", chunk_text=pl.col("text_normalized"))
     body_len = pl.col("body").str.len_chars()
@@ -276,15 +340,22 @@ def _joined(pieces: pl.DataFrame) -> pl.DataFrame:
 
 
 def _assemble_prompts(
-    prompts: pl.DataFrame, pieces: pl.DataFrame, joined: pl.DataFrame, sections: pl.DataFrame, located_bounds: pl.DataFrame, now: datetime
+    prompts: pl.DataFrame,
+    pieces: pl.DataFrame,
+    joined: pl.DataFrame,
+    sections: pl.DataFrame,
+    located_bounds: pl.DataFrame,
+    now: datetime,
 ) -> pl.DataFrame:
     in_block = pieces.filter(pl.col("kind").is_in([CONTEXT, HEADER, BODY]) & (pl.col("length") > 0))
-    context = pl.concat([
-        in_block.group_by("request_id").agg(
-            context_start=pl.col("start").min().cast(pl.Int32), context_end=pl.col("end").max().cast(pl.Int32)
-        ),
-        located_bounds,
-    ])
+    context = pl.concat(
+        [
+            in_block.group_by("request_id").agg(
+                context_start=pl.col("start").min().cast(pl.Int32), context_end=pl.col("end").max().cast(pl.Int32)
+            ),
+            located_bounds,
+        ]
+    )
     bounds = (
         pieces.group_by("request_id", "message_no", maintain_order=True)
         .agg(role=pl.col("role").first(), start=pl.col("start").min(), end=pl.col("end").max())
@@ -300,7 +371,11 @@ def _assemble_prompts(
         .with_columns(
             # auto: the block is where the chunks were found; none found is no context block (never blamed on assembly)
             profile_status=pl.when(pl.col("profile_status") == PROFILE_AUTO)
-            .then(pl.when(pl.col("context_start").is_not_null()).then(pl.lit(PROFILE_OK)).otherwise(pl.lit(PROFILE_NO_CONTEXT)))
+            .then(
+                pl.when(pl.col("context_start").is_not_null())
+                .then(pl.lit(PROFILE_OK))
+                .otherwise(pl.lit(PROFILE_NO_CONTEXT))
+            )
             .otherwise(pl.col("profile_status")),
             prompt_normalized=pl.col("prompt_normalized").fill_null(""),
             n_sections=pl.col("n_sections").fill_null(0),
@@ -336,36 +411,65 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 SECTION_SCHEMA = {
-    "request_id": pl.String, "day": pl.Date, "section_no": pl.Int32, "header_ref": pl.String, "chunk_id": pl.String,
-    "resolved_by": pl.String, "body_start": pl.Int32, "body_end": pl.Int32, "chunk_chars": pl.Int32, "truncated": pl.Boolean,
+    "request_id": pl.String,
+    "day": pl.Date,
+    "section_no": pl.Int32,
+    "header_ref": pl.String,
+    "chunk_id": pl.String,
+    "resolved_by": pl.String,
+    "body_start": pl.Int32,
+    "body_end": pl.Int32,
+    "chunk_chars": pl.Int32,
+    "truncated": pl.Boolean,
 }
 BOUNDS_SCHEMA = {"request_id": pl.String, "context_start": pl.Int32, "context_end": pl.Int32}
 
 
 def _locate_auto(
-    prompts: pl.DataFrame, joined: pl.DataFrame, retrievals: pl.DataFrame, pieces: pl.DataFrame, in_block: set[str],
+    prompts: pl.DataFrame,
+    joined: pl.DataFrame,
+    retrievals: pl.DataFrame,
+    pieces: pl.DataFrame,
+    in_block: set[str],
     block_labels: dict[str, dict[int, str]],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each retrieved chunk sought by content: in the whole prompt (template auto; the chunks found make the
     block, returned as bounds) or inside the block a profile found (`in_block`). The regions are the sections."""
-    auto = prompts.filter((pl.col("profile_status") == PROFILE_AUTO) | pl.col("request_id").is_in(list(in_block))).select("request_id", "day")
+    auto = prompts.filter(
+        (pl.col("profile_status") == PROFILE_AUTO) | pl.col("request_id").is_in(list(in_block))
+    ).select("request_id", "day")
     if auto.is_empty():
         return pl.DataFrame(schema=SECTION_SCHEMA), pl.DataFrame(schema=BOUNDS_SCHEMA)
-    blocks = dict(
-        ((rid, (lo, hi)) for rid, lo, hi in pieces.filter(pl.col("request_id").is_in(list(in_block)) & (pl.col("kind") == CONTEXT) & (pl.col("length") > 0))
-         .group_by("request_id").agg(pl.col("start").min(), pl.col("end").max()).iter_rows())
-    ) if in_block else {}
+    blocks = (
+        dict(
+            (
+                (rid, (lo, hi))
+                for rid, lo, hi in pieces.filter(
+                    pl.col("request_id").is_in(list(in_block)) & (pl.col("kind") == CONTEXT) & (pl.col("length") > 0)
+                )
+                .group_by("request_id")
+                .agg(pl.col("start").min(), pl.col("end").max())
+                .iter_rows()
+            )
+        )
+        if in_block
+        else {}
+    )
     texts = dict(auto.join(joined, on="request_id", how="left").select("request_id", "prompt_normalized").iter_rows())
     chunks: dict[str, list[tuple[str, str]]] = {}
     for rid, chunk_id, text in (
-        retrievals.join(auto.select("request_id"), on="request_id").sort("request_id", "position")
-        .select("request_id", "chunk_id", "text_normalized").iter_rows()
+        retrievals.join(auto.select("request_id"), on="request_id")
+        .sort("request_id", "position")
+        .select("request_id", "chunk_id", "text_normalized")
+        .iter_rows()
     ):
         chunks.setdefault(rid, []).append((chunk_id, text))
     spans: dict[str, list] = {}  # a labelled prompt's messages: (start, end, label)
     if block_labels:
         for rid, message_no, start, end in (
-            pieces.filter(pl.col("request_id").is_in(list(block_labels))).select("request_id", "message_no", "start", "end").iter_rows()
+            pieces.filter(pl.col("request_id").is_in(list(block_labels)))
+            .select("request_id", "message_no", "start", "end")
+            .iter_rows()
         ):
             spans.setdefault(rid, []).append((start, end, block_labels[rid].get(message_no)))
     rows, bounds = [], []
@@ -378,8 +482,20 @@ def _locate_auto(
         else:
             found = locate_chunks(text, chunks.get(rid, []))
         for n, r in enumerate(found.regions):
-            rows.append((rid, day, n, label_at(spans.get(rid, []), r.start) or r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
-                         found.chunk_chars[r.chunk_id], r.chunk_id in found.truncated))
+            rows.append(
+                (
+                    rid,
+                    day,
+                    n,
+                    label_at(spans.get(rid, []), r.start) or r.header_ref,
+                    r.chunk_id,
+                    f"auto_{r.how}",
+                    r.start,
+                    r.end,
+                    found.chunk_chars[r.chunk_id],
+                    r.chunk_id in found.truncated,
+                )
+            )
         if found.context is not None and rid not in in_block:
             bounds.append((rid, *found.context))
     return (

@@ -31,7 +31,9 @@ def top_candidates(candidates: pl.DataFrame, k: int) -> pl.DataFrame:
     )
 
 
-def decide_cause(cited_verdict: str | None, cited_numeric_ok: bool, candidates: list[dict], assessed: bool) -> tuple[str | None, str | None, str | None]:
+def decide_cause(
+    cited_verdict: str | None, cited_numeric_ok: bool, candidates: list[dict], assessed: bool
+) -> tuple[str | None, str | None, str | None]:
     """(cause, better_chunk_id, better_verdict).
 
     candidates: dicts with chunk_id, verdict, numeric_ok, coverage — already judged.

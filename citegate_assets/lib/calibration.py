@@ -27,7 +27,11 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float | Non
 
 def confusion(pairs: pl.DataFrame) -> pl.DataFrame:
     """pairs: columns human_label, judge_verdict → one row per (human, judge) cell with its count."""
-    return pairs.group_by("human_label", "judge_verdict").agg(n=pl.len().cast(pl.Int32)).sort("human_label", "judge_verdict")
+    return (
+        pairs.group_by("human_label", "judge_verdict")
+        .agg(n=pl.len().cast(pl.Int32))
+        .sort("human_label", "judge_verdict")
+    )
 
 
 def false_pass_summary(pairs: pl.DataFrame, threshold: float, min_negatives: int) -> list[dict]:
@@ -65,16 +69,29 @@ def gate_status(surfaces: list[tuple[str, str]], summary: list[dict]) -> list[di
     rows = []
     for surface, stakes in surfaces:
         if stakes == "off":
-            rows.append({"surface": surface, "stakes": stakes, "status": "off", "why": "stakes = off: deterministic checks only"})
+            rows.append(
+                {
+                    "surface": surface,
+                    "stakes": stakes,
+                    "status": "off",
+                    "why": "stakes = off: deterministic checks only",
+                }
+            )
             continue
         if main is None or main["negatives"] == 0:
             status, why = "uncalibrated", "no hand labels judged"
         elif main["negatives"] < main["min_negatives"]:
             status, why = "uncalibrated", f"{main['negatives']} negatives < {main['min_negatives']} required"
         elif not main["calibrated"]:
-            status, why = "uncalibrated", f"false pass upper bound {main['wilson_high']:.3f} >= threshold {main['threshold']}"
+            status, why = (
+                "uncalibrated",
+                f"false pass upper bound {main['wilson_high']:.3f} >= threshold {main['threshold']}",
+            )
         else:
-            status, why = "enforced", f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} on {main['negatives']} negatives"
+            status, why = (
+                "enforced",
+                f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} on {main['negatives']} negatives",
+            )
         rows.append(
             {
                 "surface": surface,

@@ -110,9 +110,12 @@ def _pooled(rates: pl.DataFrame, surfaces: list[str]) -> pl.DataFrame:
     rest = rates.filter(pl.col("surface").is_in(surfaces))
     if {"numerator", "denominator"} <= set(rest.columns):
         value = pl.when(pl.col("d") > 0).then(pl.col("n") / pl.col("d")).otherwise(None)
-        return (rest.filter(pl.col("value").is_not_null())
-                .group_by("week_start", "metric").agg(n=pl.col("numerator").sum(), d=pl.col("denominator").sum())
-                .select("week_start", "metric", value=value))
+        return (
+            rest.filter(pl.col("value").is_not_null())
+            .group_by("week_start", "metric")
+            .agg(n=pl.col("numerator").sum(), d=pl.col("denominator").sum())
+            .select("week_start", "metric", value=value)
+        )
     return rest.group_by("week_start", "metric").agg(pl.col("value").mean())
 
 
@@ -145,7 +148,9 @@ def _draw(fig, rates: pl.DataFrame) -> None:
         for i, (_, values) in enumerate(series):
             other = pooled and i == len(series) - 1
             style = {"color": "black", "linestyle": "--"} if other else {"color": f"C{i % 10}"}
-            [line] = ax.plot(x, values.get(metric, [math.nan] * len(weeks)), marker="o", markersize=3, linewidth=1.5, **style)
+            [line] = ax.plot(
+                x, values.get(metric, [math.nan] * len(weeks)), marker="o", markersize=3, linewidth=1.5, **style
+            )
             lines.append(line)
         handles = handles or lines
         ax.set_title(metric, fontsize=10)

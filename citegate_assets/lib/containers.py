@@ -97,7 +97,9 @@ def _decode_repr(prompt: str) -> str:
     try:
         value = ast.literal_eval(prompt.strip())
     except Exception as exc:  # literal_eval raises ValueError, SyntaxError, TypeError, MemoryError, RecursionError…
-        raise PromptDecodeError(f"python_repr prompt is not a Python string literal: {type(exc).__name__}: {exc}") from None
+        raise PromptDecodeError(
+            f"python_repr prompt is not a Python string literal: {type(exc).__name__}: {exc}"
+        ) from None
     if not isinstance(value, str):
         raise PromptDecodeError(f"python_repr prompt decodes to {type(value).__name__}, not str")
     return value
@@ -119,7 +121,9 @@ def _decode_request_body(prompt: str) -> Decoded:
                 raise PromptDecodeError("json prompt is an empty list: no messages")
             dec.items(body, "")
         else:
-            raise PromptDecodeError(f"json prompt is {_json_type(body)}, not a request body object, a message list or a string")
+            raise PromptDecodeError(
+                f"json prompt is {_json_type(body)}, not a request body object, a message list or a string"
+            )
     except RecursionError:
         raise PromptDecodeError("json prompt is nested too deeply to decode") from None
     return Decoded(dec.out, dict(dec.skipped))

@@ -107,18 +107,23 @@ class Fit:
         best, fitting = self.suggestion()
         why = []
         if self.unknown:
-            why.append(f"no template named {ident(self.template)} in {self.unknown} of {self.records} prompts "
-                       "(a built-in, or define [templates.NAME])")
+            why.append(
+                f"no template named {ident(self.template)} in {self.unknown} of {self.records} prompts "
+                "(a built-in, or define [templates.NAME])"
+            )
         if self.no_block:
             why.append(f"no context block in {self.no_block} of {self.records} prompts")
         if self.unresolved:
             why.append(f"{self.unresolved} chunk sections name no retrieved chunk")
         if self.altered:
-            why.append(f"{self.altered} of {self.chunks} retrieved chunks differ from their text in the prompt (escaped or rewritten)")
+            why.append(
+                f"{self.altered} of {self.chunks} retrieved chunks differ from their text in the prompt (escaped or rewritten)"
+            )
         if self.unexplained:
             pct = round(100 * self.unexplained / max(self.block_chunks, 1))
             tail = "if assembly drops them that is real" + (
-                f", otherwise try template {best}" if best else "; no built-in finds more of them")
+                f", otherwise try template {best}" if best else "; no built-in finds more of them"
+            )
             why.append(f"{pct}% of retrieved chunks not found ({self.unexplained} of {self.block_chunks}) — {tail}")
         text = "does not fit: " + "; ".join(why)
         if self.unexplained and len(why) == 1:
@@ -169,7 +174,9 @@ def template_of(rec: Record, config: Config) -> str:
     return rec.template or config.surface(rec.surface).template
 
 
-def read_landing(logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None) -> Reading:
+def read_landing(
+    logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None
+) -> Reading:
     """Every valid record of the folder's log files (a last unterminated line counts, as with --final), at most
     `limit` per surface, the first of each request id only; nothing is written anywhere."""
     now = now or datetime.now(timezone.utc)
@@ -184,8 +191,13 @@ def read_landing(logs: str | Path, config: Config, *, limit: int | None = DEFAUL
         try:
             with open_entry(root, entry) as (fh, _):
                 out.files += 1
-                lines = read_lines(open_stream(fh, entry.compressed), ReadState(), max_line_bytes=config.ingest.max_line_bytes,
-                                   max_inflated_bytes=config.ingest.max_decompressed_bytes if entry.compressed else None, final=True)
+                lines = read_lines(
+                    open_stream(fh, entry.compressed),
+                    ReadState(),
+                    max_line_bytes=config.ingest.max_line_bytes,
+                    max_inflated_bytes=config.ingest.max_decompressed_bytes if entry.compressed else None,
+                    final=True,
+                )
                 for line in lines:
                     out.lines += 1
                     parsed = _parse(line, now, config.ingest.max_line_bytes)
@@ -201,7 +213,9 @@ def read_landing(logs: str | Path, config: Config, *, limit: int | None = DEFAUL
                         continue
                     seen.add(rec.request_id)
                     per_surface[rec.surface] += 1
-                    out.groups.setdefault((rec.surface, template_of(rec, config)), []).append(((entry.name, line.no), rec))
+                    out.groups.setdefault((rec.surface, template_of(rec, config)), []).append(
+                        ((entry.name, line.no), rec)
+                    )
         except (OutsideLanding, DecompressedTooLarge, *READ_ERRORS) as exc:
             out.notes.append(f"{entry.name}: not read to its end: {exc}")
     return out
@@ -215,28 +229,43 @@ def chunk_fits(frames: Frames) -> pl.DataFrame:
     and at_end (missing, after every chunk found in its prompt)."""
     prompts = frames.prompts.select("request_id", "prompt_normalized", "profile_status")
     texts = dict(prompts.select("request_id", "prompt_normalized").iter_rows())
-    chunk_text = {(r, c): t for r, c, t in frames.retrievals.select("request_id", "chunk_id", "text_normalized").iter_rows()}
+    chunk_text = {
+        (r, c): t for r, c, t in frames.retrievals.select("request_id", "chunk_id", "text_normalized").iter_rows()
+    }
     sections: dict[tuple[str, str], list[tuple]] = {}
     for rid, cid, how, start, end, truncated in (
         frames.sections.filter(pl.col("chunk_id").is_not_null())
         .sort("request_id", "body_start")
-        .select("request_id", "chunk_id", "resolved_by", "body_start", "body_end", "truncated").iter_rows()
+        .select("request_id", "chunk_id", "resolved_by", "body_start", "body_end", "truncated")
+        .iter_rows()
     ):
         sections.setdefault((rid, cid), []).append((how, start, end, truncated))
     spans: dict[str, list[tuple[str, int, int]]] = {}
     for (rid, cid), secs in sections.items():
         spans.setdefault(rid, []).extend((cid, start, end) for _, start, end, _ in secs)
     found = [
-        _found(texts.get(rid) or "", chunk_text[(rid, cid)], sections[(rid, cid)], [(s, e) for c, s, e in spans[rid] if c != cid])
-        if (rid, cid) in sections else "missing"
+        _found(
+            texts.get(rid) or "",
+            chunk_text[(rid, cid)],
+            sections[(rid, cid)],
+            [(s, e) for c, s, e in spans[rid] if c != cid],
+        )
+        if (rid, cid) in sections
+        else "missing"
         for rid, cid in frames.retrievals.select("request_id", "chunk_id").iter_rows()
     ]
-    per_chunk = frames.retrievals.select("request_id", "chunk_id", "position").with_columns(found=pl.Series(found, dtype=pl.String))
-    last_found = per_chunk.filter(pl.col("found") != "missing").group_by("request_id").agg(last_found=pl.col("position").max())
+    per_chunk = frames.retrievals.select("request_id", "chunk_id", "position").with_columns(
+        found=pl.Series(found, dtype=pl.String)
+    )
+    last_found = (
+        per_chunk.filter(pl.col("found") != "missing").group_by("request_id").agg(last_found=pl.col("position").max())
+    )
     return (
         per_chunk.join(last_found, on="request_id", how="left")
         .join(prompts.select("request_id", "profile_status"), on="request_id", how="left")
-        .with_columns(at_end=(pl.col("found") == "missing") & (pl.col("position") > pl.col("last_found")).fill_null(False))
+        .with_columns(
+            at_end=(pl.col("found") == "missing") & (pl.col("position") > pl.col("last_found")).fill_null(False)
+        )
         .select("request_id", "chunk_id", "position", "found", "at_end", "profile_status")
     )
 
@@ -274,12 +303,16 @@ def _resumes(prompt: str, end: int, chunk: str, cto: int, others: list[tuple[int
     blank between ("&" -> "&amp;", "<code>" -> "&lt;code&gt;"): the template altered it there. A chunk really
     cut goes on with template text or another chunk's section; a re-split one under a header, which has blanks."""
     for skip in range(RESUME_SKIP + 1):
-        probe = chunk[cto + skip:cto + skip + RESUME_PROBE]
+        probe = chunk[cto + skip : cto + skip + RESUME_PROBE]
         if len(probe.strip()) < 6:
             return False
         at = prompt.find(probe, end, end + RESUME_GROWTH * skip + RESUME_WINDOW + len(probe))
-        if at >= 0 and (at > end or skip > 0) and not any(c.isspace() for c in prompt[end:at]) \
-                and not any(s <= at < e for s, e in others):
+        if (
+            at >= 0
+            and (at > end or skip > 0)
+            and not any(c.isspace() for c in prompt[end:at])
+            and not any(s <= at < e for s, e in others)
+        ):
             return True
     return False
 
@@ -332,16 +365,24 @@ def tally(frames: Frames, origin: dict[str, tuple[str, int]]) -> dict[tuple[str,
     return out
 
 
-def measure(records: list[tuple[tuple[str, int], Record]], config: Config, *, template: str | None = None,
-            now: datetime | None = None, batch: int = BATCH) -> tuple[dict[tuple[str, str], Fit], Counter]:
+def measure(
+    records: list[tuple[tuple[str, int], Record]],
+    config: Config,
+    *,
+    template: str | None = None,
+    now: datetime | None = None,
+    batch: int = BATCH,
+) -> tuple[dict[tuple[str, str], Fit], Counter]:
     """Run the records through build_frames (as the ingest does, in batches), each with its own template or
     `template`; the counts per (surface, template), and the records build_frames refused, by reason."""
     now = now or datetime.now(timezone.utc)
     fits: dict[tuple[str, str], Fit] = {}
     refused: Counter = Counter()
     for lo in range(0, len(records), batch):
-        part = records[lo:lo + batch]
-        items = [(k, dataclasses.replace(rec, template=template) if template else rec) for k, (_, rec) in enumerate(part)]
+        part = records[lo : lo + batch]
+        items = [
+            (k, dataclasses.replace(rec, template=template) if template else rec) for k, (_, rec) in enumerate(part)
+        ]
         origin = {k: where for k, (where, _) in enumerate(part)}
         frames, broken = _frames_isolating_failures(items, config, origin, now, None)
         refused.update(r["reason"] for r in frames.rejects)
@@ -368,7 +409,9 @@ def diagnose(reading: Reading, config: Config, *, now: datetime | None = None, b
     return Report(reading, [fits[k] for k in sorted(fits)], refused)
 
 
-def doctor(logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None) -> Report:
+def doctor(
+    logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None
+) -> Report:
     return diagnose(read_landing(logs, config, limit=limit, now=now), config, now=now)
 
 
@@ -381,15 +424,22 @@ COLUMNS = ("records", "chunks", "whole", "cut", "pieces", "missing", "at end", "
 def render(report: Report, logs: str | Path, config_name: str, limit: int | None) -> str:
     """The report for a terminal: every logged value escaped."""
     r = report.reading
-    lines = [safe(f"citegate doctor: {r.records} records from {r.files} files in {logs} (config: {config_name}; "
-                  + (f"at most {limit} records per surface)" if limit else "every record)"))]
+    lines = [
+        safe(
+            f"citegate doctor: {r.records} records from {r.files} files in {logs} (config: {config_name}; "
+            + (f"at most {limit} records per surface)" if limit else "every record)")
+        )
+    ]
+
     def counts(c: Counter) -> str:
         return ", ".join(f"{k} {v}" for k, v in c.most_common())
 
-    skipped = [f"{sum(r.rejected.values())} lines that are not records ({counts(r.rejected)})" if r.rejected else "",
-               f"{r.duplicates} repeated request ids" if r.duplicates else "",
-               f"{r.over_limit} records over the limit" if r.over_limit else "",
-               f"{sum(report.rejected.values())} records refused ({counts(report.rejected)})" if report.rejected else ""]
+    skipped = [
+        f"{sum(r.rejected.values())} lines that are not records ({counts(r.rejected)})" if r.rejected else "",
+        f"{r.duplicates} repeated request ids" if r.duplicates else "",
+        f"{r.over_limit} records over the limit" if r.over_limit else "",
+        f"{sum(report.rejected.values())} records refused ({counts(report.rejected)})" if report.rejected else "",
+    ]
     if any(skipped):
         lines.append("  not examined: " + "; ".join(s for s in skipped if s))
     lines += [f"  note: {safe(n)}" for n in r.notes]
@@ -402,7 +452,18 @@ def render(report: Report, logs: str | Path, config_name: str, limit: int | None
     lines.append("")
     lines.append(f"{'surface':<{sw}}{'template':<{tw}}" + "".join(f"{c:>9}" for c in COLUMNS))
     for f, (s, t) in zip(report.fits, names):
-        values = (f.records, f.chunks, f.whole, f.cut, f.pieces, f.missing, f.at_end, f.altered, f.unresolved, f.no_block + f.unknown)
+        values = (
+            f.records,
+            f.chunks,
+            f.whole,
+            f.cut,
+            f.pieces,
+            f.missing,
+            f.at_end,
+            f.altered,
+            f.unresolved,
+            f.no_block + f.unknown,
+        )
         lines.append(f"{s:<{sw}}{t:<{tw}}" + "".join(f"{v:>9}" for v in values))
     lines.append("")
     for f, (s, t) in zip(report.fits, names):

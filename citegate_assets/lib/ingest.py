@@ -28,8 +28,15 @@ from .containers import PromptDecodeError, decode_body
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, landing_entries, landing_root, open_entry
 from .ledger import DONE, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
 from .lines import (
-    READ_ERRORS, RAW_KEEP_BYTES, DecompressedTooLarge, Line, PrefixChanged, ReadState, first_line_fingerprint,
-    open_stream, read_lines,
+    RAW_KEEP_BYTES,
+    READ_ERRORS,
+    DecompressedTooLarge,
+    Line,
+    PrefixChanged,
+    ReadState,
+    first_line_fingerprint,
+    open_stream,
+    read_lines,
 )
 from .records import Record, Reject, parse_line
 from .warehouse import query, run_script
@@ -100,7 +107,9 @@ class BatchWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
         self._pending: Future | None = None
         self._files = ""
-        [(self._database,)] = con.sql("select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()").fetchall()
+        [(self._database,)] = con.sql(
+            "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
+        ).fetchall()
 
     def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
         self.drain()
@@ -126,12 +135,20 @@ class BatchWriter:
 
 def _write_failure(database: str, files: str, exc: BaseException) -> str:
     text = str(exc)
-    full = getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in text or "disk is full" in text.lower()
+    full = (
+        getattr(exc, "errno", None) == errno.ENOSPC
+        or "No space left on device" in text
+        or "disk is full" in text.lower()
+    )
     what = "the disk is full" if full else "the warehouse could not be written"
     return (
         f"{what} while writing {database} (rows from {files or 'the landing ledger'}): {text.splitlines()[0] if text else type(exc).__name__}. "
         "Nothing committed before is lost and this batch was rolled back; "
-        + ("free space, then run again: it resumes where it stopped." if full else "fix the cause, then run again: it resumes where it stopped.")
+        + (
+            "free space, then run again: it resumes where it stopped."
+            if full
+            else "fix the cause, then run again: it resumes where it stopped."
+        )
     )
 
 
@@ -245,7 +262,10 @@ class _Run:
         if prior is not None and prior["detail"] == detail:
             return
         reject = self._file_reject(name, reason, detail)
-        self._event(reject, ledger_row(file_id=eid, landing=self.landing, name=name, status="skipped", now=self.now, detail=detail))
+        self._event(
+            reject,
+            ledger_row(file_id=eid, landing=self.landing, name=name, status="skipped", now=self.now, detail=detail),
+        )
 
     # -- one file --------------------------------------------------------------------------------
     def read_file(self, entry: Entry, fh, st) -> None:
@@ -266,7 +286,10 @@ class _Run:
             return
         if pid in self.ledger.by_id:
             retire.append(pid)
-        if any(pending.file_id in (fingerprint, distinct_id(fingerprint, self.landing, name)) for pending in self.files.values()):
+        if any(
+            pending.file_id in (fingerprint, distinct_id(fingerprint, self.landing, name))
+            for pending in self.files.values()
+        ):
             self.commit()  # the same file under a second name in this run: count what the first one read first
         row = self.ledger.by_id.get(fingerprint)
         if row is not None:
@@ -294,15 +317,21 @@ class _Run:
         f = self._file(entry, st, fingerprint, None, retire)
         if legacy is not None and _legacy_prefix_matches(fh, legacy):
             skip = legacy["lines_read"]  # read by a release before identities: go on after its lines
-            f.tally = FileTally(legacy["lines_read"], legacy["records_ingested"], legacy["records_rejected"], legacy["answers_rejected"])
+            f.tally = FileTally(
+                legacy["lines_read"], legacy["records_ingested"], legacy["records_rejected"], legacy["answers_rejected"]
+            )
             f.first_seen = legacy["first_seen_at"]
             f.retire.append(legacy["file_id"])
         self._consume(f, fh, settled, skip_lines=skip)
 
     def _file(self, entry: Entry, st, file_id: str, row: dict | None, retire: list[str]) -> _File:
-        f = _File(entry, file_id, st.st_size, st.st_mtime_ns, row["first_seen_at"] if row else None, retire=list(retire))
+        f = _File(
+            entry, file_id, st.st_size, st.st_mtime_ns, row["first_seen_at"] if row else None, retire=list(retire)
+        )
         if row is not None:
-            f.tally = FileTally(row["lines_read"], row["records_ingested"], row["records_rejected"], row["answers_rejected"])
+            f.tally = FileTally(
+                row["lines_read"], row["records_ingested"], row["records_rejected"], row["answers_rejected"]
+            )
             f.days = set(row["days"] or ())
         return f
 
@@ -327,20 +356,28 @@ class _Run:
                 for line in lines:
                     self._add(f, line, skip_lines)
         except DecompressedTooLarge as exc:
-            f.status, f.detail = "failed", f"{name}: {exc} (the bound is [ingest].max_decompressed_bytes); lines before that point are kept"
+            f.status, f.detail = (
+                "failed",
+                f"{name}: {exc} (the bound is [ingest].max_decompressed_bytes); lines before that point are kept",
+            )
             self._fault(f, "decompressed_too_large")
         except READ_ERRORS as exc:
             where = f"after line {f.state.lines}" if f.state.lines else "from its start"
             if compressed and not settled:
-                f.status, f.detail = "waiting", f"{name}: its compressed stream ends {where} (still being copied?); read on when it changes"
+                f.status, f.detail = (
+                    "waiting",
+                    f"{name}: its compressed stream ends {where} (still being copied?); read on when it changes",
+                )
             else:
                 f.status, f.detail = "failed", f"{name}: unreadable {where}: {exc}; read again when the file changes"
                 self._fault(f, "file_unreadable")
         else:
             if f.state.held_bytes:
                 f.status = "waiting"
-                f.detail = (f"{name}: its last line ({f.state.held_bytes:,} bytes) has no end yet; held back until it ends "
-                            "or the file has not changed for [ingest].settle_seconds (or `citegate run --final`)")
+                f.detail = (
+                    f"{name}: its last line ({f.state.held_bytes:,} bytes) has no end yet; held back until it ends "
+                    "or the file has not changed for [ingest].settle_seconds (or `citegate run --final`)"
+                )
             else:
                 f.status, f.detail = "complete", None
         if f.status == "waiting":
@@ -370,28 +407,62 @@ class _Run:
         else:
             status, detail = "failed", f"{name}: unreadable from its start: {error}; read again when the file changes"
         prior = self.ledger.by_id.get(pid)
-        if prior is not None and (prior["status"], prior["size_bytes"], prior["mtime_ns"]) == (status, st.st_size, st.st_mtime_ns):
+        if prior is not None and (prior["status"], prior["size_bytes"], prior["mtime_ns"]) == (
+            status,
+            st.st_size,
+            st.st_mtime_ns,
+        ):
             return
         if status == "waiting":
             self.summary.files_waiting += 1
             self.summary.bytes_held += st.st_size
         reject = self._file_reject(name, "file_unreadable", detail) if status == "failed" else None
-        self._event(reject, ledger_row(file_id=pid, landing=self.landing, name=name, status=status, now=self.now, size=st.st_size,
-                                       mtime_ns=st.st_mtime_ns, detail=detail, replaces=retire))
+        self._event(
+            reject,
+            ledger_row(
+                file_id=pid,
+                landing=self.landing,
+                name=name,
+                status=status,
+                now=self.now,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                detail=detail,
+                replaces=retire,
+            ),
+        )
 
     def _changed(self, entry: Entry, st, row: dict, exc: PrefixChanged) -> None:
         """Rewritten in place after it was read: reported once (per change), never re-read."""
         detail = f"{entry.name}: content changed after ingestion ({exc}); not re-read"
         reject = self._file_reject(entry.name, "file_changed_after_ingest", detail)
-        self._event(reject, {**row, "size_bytes": st.st_size, "mtime_ns": st.st_mtime_ns, "status": "failed", "detail": detail,
-                             "finished_at": self.now, "replaces": []})
+        self._event(
+            reject,
+            {
+                **row,
+                "size_bytes": st.st_size,
+                "mtime_ns": st.st_mtime_ns,
+                "status": "failed",
+                "detail": detail,
+                "finished_at": self.now,
+                "replaces": [],
+            },
+        )
 
     def _fault(self, f: _File, reason: str) -> None:
         self.events.append((self._file_reject(f.entry.name, reason, f.detail), None))
 
     def _file_reject(self, name: str, reason: str, detail: str) -> dict:
-        return {"source_file": name, "line_no": 0, "day": None, "request_id": None, "reason": reason, "detail": detail,
-                "raw_line": None, "rejected_at": self.now}
+        return {
+            "source_file": name,
+            "line_no": 0,
+            "day": None,
+            "request_id": None,
+            "reason": reason,
+            "detail": detail,
+            "raw_line": None,
+            "rejected_at": self.now,
+        }
 
     def _event(self, reject: dict | None, row: dict) -> None:
         self.events.append((reject, row))
@@ -399,9 +470,20 @@ class _Run:
 
     def _ledger_row(self, f: _File) -> dict:
         row = ledger_row(
-            file_id=f.file_id, landing=self.landing, name=f.entry.name, status=f.status, now=self.now, first_seen=f.first_seen,
-            sha256=f.state.digest(), size=f.size, mtime_ns=f.mtime_ns, consumed=f.state.consumed, tally=f.tally,
-            detail=f.detail, days=f.days, replaces=f.retire,
+            file_id=f.file_id,
+            landing=self.landing,
+            name=f.entry.name,
+            status=f.status,
+            now=self.now,
+            first_seen=f.first_seen,
+            sha256=f.state.digest(),
+            size=f.size,
+            mtime_ns=f.mtime_ns,
+            consumed=f.state.consumed,
+            tally=f.tally,
+            detail=f.detail,
+            days=f.days,
+            replaces=f.retire,
         )
         self.ledger.remember(row)
         return row
@@ -417,11 +499,16 @@ class _Run:
         latest: dict[str, dict] = {}
         for row in rows:  # one row per file: its latest state, superseding all its earlier names
             earlier = latest.get(row["file_id"])
-            latest[row["file_id"]] = {**row, "replaces": sorted({*row["replaces"], *(earlier["replaces"] if earlier else ())})}
+            latest[row["file_id"]] = {
+                **row,
+                "replaces": sorted({*row["replaces"], *(earlier["replaces"] if earlier else ())}),
+            }
         ledger = list(latest.values())
         extra = [reject for reject, _ in events if reject is not None]
         if extra:
-            relations["batch_rejects"] = pl.concat([relations["batch_rejects"], pl.DataFrame(extra, schema=REJECT_SCHEMA)])
+            relations["batch_rejects"] = pl.concat(
+                [relations["batch_rejects"], pl.DataFrame(extra, schema=REJECT_SCHEMA)]
+            )
         self.writer.submit(relations, ledger)
         if self.progress and lines:
             last = lines[-1][0]
@@ -458,7 +545,9 @@ def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl
     rejects.extend(dup_rejects)
     frames, broken = _frames_isolating_failures(items, run.config, origin, now, decoded)
     for key, rec, exc in broken:  # never expected; one odd record must not stop the landing folder
-        rejects.append(_reject(key, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_key[key], rec))
+        rejects.append(
+            _reject(key, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_key[key], rec)
+        )
     for r in frames.rejects:
         rejects.append({**r, "raw_line": raw_by_key[r["key"]]})
     dropped = {r["request_id"] for r in frames.rejects}
@@ -481,7 +570,12 @@ def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl
     summary.answers_rejected += frames.answer_rejects.height
     summary.days.update(rec.day for _, rec in kept)
     reject_rows = [
-        {**{k: v for k, v in r.items() if k != "key"}, "source_file": origin[r["key"]][0], "line_no": origin[r["key"]][1], "rejected_at": now}
+        {
+            **{k: v for k, v in r.items() if k != "key"},
+            "source_file": origin[r["key"]][0],
+            "line_no": origin[r["key"]][1],
+            "rejected_at": now,
+        }
         for r in rejects
     ]
     return {
@@ -490,8 +584,12 @@ def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl
         "batch_retrievals": frames.retrievals,
         "batch_citations": frames.citations,
         "batch_answer_rejects": frames.answer_rejects,
-        "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA) if reject_rows else pl.DataFrame(schema=REJECT_SCHEMA),
-        "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row") if conflicts else pl.DataFrame(schema=CONFLICT_SCHEMA),
+        "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
+        if reject_rows
+        else pl.DataFrame(schema=REJECT_SCHEMA),
+        "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row")
+        if conflicts
+        else pl.DataFrame(schema=CONFLICT_SCHEMA),
     }
 
 
@@ -514,10 +612,13 @@ def _parse(line: Line, now: datetime, max_line_bytes: int):
     """(text, record) for a valid line; (Reject, raw text) otherwise."""
     raw = line.raw
     if line.no == 1 and raw.startswith(BOM):
-        raw = raw[len(BOM):]  # a UTF-8 byte order mark is an encoding artifact, not content
+        raw = raw[len(BOM) :]  # a UTF-8 byte order mark is an encoding artifact, not content
     if line.too_long:
         text = raw[:RAW_KEEP_BYTES].decode("utf-8", "backslashreplace")
-        return Reject("line_too_long", f"line of {line.length} bytes exceeds {max_line_bytes}; raw_line keeps the first {RAW_KEEP_BYTES}"), text
+        return Reject(
+            "line_too_long",
+            f"line of {line.length} bytes exceeds {max_line_bytes}; raw_line keeps the first {RAW_KEEP_BYTES}",
+        ), text
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -564,9 +665,15 @@ def _drop_known_requests(con, run_seen, items, raw_by_key, origin, now):
             continue
         sha, source = prior
         if sha == rec.prompt_sha256:
-            reject = Reject("duplicate_request_id", f"request_id {rec.request_id!r} already ingested from {source} with the same prompt")
+            reject = Reject(
+                "duplicate_request_id",
+                f"request_id {rec.request_id!r} already ingested from {source} with the same prompt",
+            )
         else:
-            reject = Reject("request_id_conflict", f"request_id {rec.request_id!r} already ingested from {source} with a different prompt; the first is kept")
+            reject = Reject(
+                "request_id_conflict",
+                f"request_id {rec.request_id!r} already ingested from {source} with a different prompt; the first is kept",
+            )
             conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, now))
         rejects.append(_reject(key, reject, raw_by_key[key], rec))
     return kept, rejects, conflicts

@@ -24,7 +24,13 @@ LABEL_SCHEMA = {
     "source_file": pl.String,
     "source_line": pl.Int64,
 }
-REJECT_SCHEMA = {"source_file": pl.String, "line_no": pl.Int64, "reason": pl.String, "detail": pl.String, "raw_line": pl.String}
+REJECT_SCHEMA = {
+    "source_file": pl.String,
+    "line_no": pl.Int64,
+    "reason": pl.String,
+    "detail": pl.String,
+    "raw_line": pl.String,
+}
 
 
 def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -32,7 +38,11 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: labels file or folder not found")
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
+    )
     labels, rejects, seen = [], [], set()
     for file in files:
         for line_no, raw, record in _records(file):
@@ -40,7 +50,15 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
             if problem is None and record["id"] in seen:
                 problem = ("duplicate_label_id", f"id {record['id']!r} already labelled earlier")
             if problem is not None:
-                rejects.append({"source_file": file.name, "line_no": line_no, "reason": problem[0], "detail": problem[1], "raw_line": raw})
+                rejects.append(
+                    {
+                        "source_file": file.name,
+                        "line_no": line_no,
+                        "reason": problem[0],
+                        "detail": problem[1],
+                        "raw_line": raw,
+                    }
+                )
                 continue
             seen.add(record["id"])
             labels.append(

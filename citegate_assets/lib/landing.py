@@ -69,8 +69,12 @@ def landing_entries(root: Path) -> Iterator[Entry]:
         if stat.S_ISLNK(st.st_mode):
             target = os.path.realpath(path)
             if not _inside(root, target):
-                yield Entry(name, path, "symlink_outside_landing",
-                            f"{name}: a symbolic link out of the landing folder; not followed, nothing of its target was read")
+                yield Entry(
+                    name,
+                    path,
+                    "symlink_outside_landing",
+                    f"{name}: a symbolic link out of the landing folder; not followed, nothing of its target was read",
+                )
                 continue
             try:
                 st = os.stat(target)
@@ -119,8 +123,13 @@ def _inside(root: Path, target: str) -> bool:
 
 
 def _kind(mode: int) -> str:
-    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, word in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return word
     return "not a regular file"
@@ -160,10 +169,14 @@ def days_in_landing(
     return days
 
 
-def _valid_days(stream: BinaryIO, now: datetime, max_line_bytes: int, bound: int | None, confirmed: set[date]) -> set[date]:
+def _valid_days(
+    stream: BinaryIO, now: datetime, max_line_bytes: int, bound: int | None, confirmed: set[date]
+) -> set[date]:
     found: set[date] = set()
     try:
-        for line in read_lines(stream, ReadState(), max_line_bytes=max_line_bytes, max_inflated_bytes=bound, final=True):
+        for line in read_lines(
+            stream, ReadState(), max_line_bytes=max_line_bytes, max_inflated_bytes=bound, final=True
+        ):
             if line.too_long:
                 continue
             m = _LOGGED_AT.search(line.raw)

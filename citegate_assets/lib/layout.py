@@ -33,7 +33,11 @@ def block_label(block) -> str | None:
     of it name), else its title; a document's title, else its context, else its source."""
     if block is None:
         return None
-    order = (block.source, block.title, block.context) if block.kind == "search_result" else (block.title, block.context, block.source)
+    order = (
+        (block.source, block.title, block.context)
+        if block.kind == "search_result"
+        else (block.title, block.context, block.source)
+    )
     for value in order:
         if isinstance(value, str) and value.strip():
             return value.strip()
@@ -75,7 +79,10 @@ class Layout:
 
 
 def prompt_layout(
-    messages: list[tuple[str, str]], retrieved: list[dict], template: str, templates: dict[str, Profile],
+    messages: list[tuple[str, str]],
+    retrieved: list[dict],
+    template: str,
+    templates: dict[str, Profile],
     labels: dict[int, str] | None = None,
 ) -> Layout:
     """retrieved: [{chunk_id, text, ...}] in logged order (chunk ids stripped, as ingest keeps them);
@@ -119,10 +126,20 @@ def prompt_layout(
         else:
             located = locate_chunks(prompt, ordered, *context)
         layout.located = located
-        spans = [(s, e, labels.get(i)) for i, (s, e) in enumerate(zip(starts, ends))] if template == AUTO and labels else []
+        spans = (
+            [(s, e, labels.get(i)) for i, (s, e) in enumerate(zip(starts, ends))] if template == AUTO and labels else []
+        )
         layout.sections = [
-            Section(n, label_at(spans, r.start) or r.header_ref, r.chunk_id, f"auto_{r.how}", r.start, r.end,
-                    located.chunk_chars[r.chunk_id], r.chunk_id in located.truncated)
+            Section(
+                n,
+                label_at(spans, r.start) or r.header_ref,
+                r.chunk_id,
+                f"auto_{r.how}",
+                r.start,
+                r.end,
+                located.chunk_chars[r.chunk_id],
+                r.chunk_id in located.truncated,
+            )
             for n, r in enumerate(located.regions)
         ]
     elif profile is not None:
@@ -131,7 +148,9 @@ def prompt_layout(
     return layout
 
 
-def _profile_sections(pieces, texts, starts, ends, profile: Profile, unescape: str, retrieved, chunk_texts) -> list[Section]:
+def _profile_sections(
+    pieces, texts, starts, ends, profile: Profile, unescape: str, retrieved, chunk_texts
+) -> list[Section]:
     out = []
     ids = [r["chunk_id"] for r in retrieved]
     for p, text, start, end in zip(pieces, texts, starts, ends):
@@ -146,7 +165,9 @@ def _profile_sections(pieces, texts, starts, ends, profile: Profile, unescape: s
             how = "position" if chunk_id is not None else None
         full = chunk_texts.get(chunk_id) if chunk_id is not None else None
         truncated = full is not None and len(text) < len(full) and full.startswith(text)
-        out.append(Section(p.section_no, ref, chunk_id, how, start, end, len(full) if full is not None else None, truncated))
+        out.append(
+            Section(p.section_no, ref, chunk_id, how, start, end, len(full) if full is not None else None, truncated)
+        )
     return out
 
 
@@ -217,7 +238,7 @@ def provenance_verdict(layout: Layout, chunk_id: str, span: str, retrieved_ids: 
     elif fast_ok:
         reason, found = "ok", p1
     else:
-        hits = [s.body_start + i for s in mine if (i := prompt[s.body_start:s.body_end].find(span)) >= 0]
+        hits = [s.body_start + i for s in mine if (i := prompt[s.body_start : s.body_end].find(span)) >= 0]
         context_hit = prompt[cs:ce].find(span)
         in_chunk = span in layout.chunk_texts.get(chunk_id, "") if chunk_id in layout.chunk_texts else False
         if hits:

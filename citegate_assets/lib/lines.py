@@ -129,7 +129,7 @@ def read_lines(
                 state.hasher.update(memoryview(chunk)[pos:end])
                 state.consumed += end - pos
                 state.lines += 1
-                yield Line(state.lines, chunk[pos:m.start()], state.consumed, m.start() - pos)
+                yield Line(state.lines, chunk[pos : m.start()], state.consumed, m.start() - pos)
                 pos = end
                 cur.hasher = None
                 continue

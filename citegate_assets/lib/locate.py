@@ -22,7 +22,9 @@ _POSITION_HINT = re.compile(
     r"|\[(\d{1,4})\]|index\s*=\s*[\"']?(\d{1,4})\b[^<>]*>(?:[^<>]{0,80}<[^<>]{0,40}>){0,3}[^<>]{0,10})\s*$",
     re.IGNORECASE,
 )
-_POSITIONAL_ID = re.compile(r"^\[?\s*(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*)?(\d{1,4})\s*\]?:?$", re.IGNORECASE)
+_POSITIONAL_ID = re.compile(
+    r"^\[?\s*(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*)?(\d{1,4})\s*\]?:?$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,9 @@ def locate_chunks(prompt: str, chunks: list[tuple[str, str]], lo: int = 0, hi: i
     texts = dict(pending)
     retried: set[str] = set()
     while candidates:
-        chunk_id, pieces = max(candidates.items(), key=lambda kv: (sum(e - s for s, e, _, _ in kv[1]), -len(texts[kv[0]])))
+        chunk_id, pieces = max(
+            candidates.items(), key=lambda kv: (sum(e - s for s, e, _, _ in kv[1]), -len(texts[kv[0]]))
+        )
         del candidates[chunk_id]
         if not pieces:
             break
@@ -114,12 +118,14 @@ def locate_chunks(prompt: str, chunks: list[tuple[str, str]], lo: int = 0, hi: i
 
 
 def positional_ref(cited_id: str) -> str | None:
-    """"2" for a cited id that names a position: "2", "[2]", "Source 2", "source 2:"; else None."""
+    """ "2" for a cited id that names a position: "2", "[2]", "Source 2", "source 2:"; else None."""
     m = _POSITIONAL_ID.match(cited_id.strip())
     return m.group(1).lstrip("0") or "0" if m else None
 
 
-def _until_overlap(pieces: list[tuple[int, int, int, int]], claimed: list[tuple[int, int]]) -> list[tuple[int, int, int, int]]:
+def _until_overlap(
+    pieces: list[tuple[int, int, int, int]], claimed: list[tuple[int, int]]
+) -> list[tuple[int, int, int, int]]:
     """The leading pieces that overlap no stretch already claimed by another chunk."""
     for n, (ps, pe, _, _) in enumerate(pieces):
         if any(s < pe and ps < e for s, e in claimed):
@@ -144,7 +150,7 @@ def _assign(prompt: str, ids: list[str], spots: list[int], lo: int) -> list[tupl
         return [(ids[0], spots[0])] if spots else []
     free, pairs = list(ids), []
     for spot in spots:
-        window = prompt[max(lo, spot - _ID_WINDOW_CHARS):spot]
+        window = prompt[max(lo, spot - _ID_WINDOW_CHARS) : spot]
         named = [i for i in free if i in window]
         chosen = max(named, key=window.rfind) if named else None
         if chosen is not None:
@@ -182,7 +188,7 @@ def _pieces(prompt: str, text: str, lo: int, hi: int, claimed) -> list[tuple[int
         c = at_chunk
         while c < len(text) and text[c] == " ":
             c += 1
-        probe = text[c:c + PROBE_CHARS]
+        probe = text[c : c + PROBE_CHARS]
         if len(probe) < min(PROBE_CHARS, len(text) - c) or len(probe) < 8:
             break
         q = _find_free(prompt, probe, at_prompt, min(hi, at_prompt + MAX_GAP_CHARS + len(probe)), claimed)
@@ -205,7 +211,7 @@ def _common_prefix(a: str, i: int, a_end: int, b: str, j: int) -> int:
     good, bad = 0, min(a_end - i, len(b) - j) + 1
     while bad - good > 1:
         mid = (good + bad) // 2
-        if a.startswith(b[j:j + mid], i):
+        if a.startswith(b[j : j + mid], i):
             good = mid
         else:
             bad = mid
@@ -216,10 +222,12 @@ def _read_position_hints(prompt: str, out: Located, lo: int) -> None:
     previous_end = lo
     regions = []
     for r in out.regions:
-        window = prompt[max(previous_end, r.start - HINT_WINDOW_CHARS):r.start]
+        window = prompt[max(previous_end, r.start - HINT_WINDOW_CHARS) : r.start]
         m = _POSITION_HINT.search(window)
         ref = next((g for g in m.groups() if g), None) if m else None
-        regions.append(Region(r.chunk_id, r.start, r.end, r.chunk_from, r.chunk_to, r.how, ref.lstrip("0") or "0" if ref else None))
+        regions.append(
+            Region(r.chunk_id, r.start, r.end, r.chunk_from, r.chunk_to, r.how, ref.lstrip("0") or "0" if ref else None)
+        )
         previous_end = max(previous_end, r.end)
     out.regions = regions
     if any(r.header_ref for r in regions):

@@ -54,13 +54,17 @@ def parse_definition(path: Path) -> MetricDefinition:
             key, _, value = line[3:].partition(":")
             key = key.strip()
             if key not in HEADER_KEYS:
-                raise DefinitionError(f"{path.name}:{line_no}: unknown header key '{key}' (expected {', '.join(HEADER_KEYS)})")
+                raise DefinitionError(
+                    f"{path.name}:{line_no}: unknown header key '{key}' (expected {', '.join(HEADER_KEYS)})"
+                )
             header[key] = value.strip()
         else:
             body_lines.append(line)
     missing = [k for k in HEADER_KEYS if not header.get(k)]
     if missing:
-        raise DefinitionError(f"{path.name}: header is missing '{missing[0]}' (every definition states {', '.join(HEADER_KEYS)})")
+        raise DefinitionError(
+            f"{path.name}: header is missing '{missing[0]}' (every definition states {', '.join(HEADER_KEYS)})"
+        )
     if header["name"] != path.stem:
         raise DefinitionError(f"{path.name}: header name '{header['name']}' differs from the file name")
     if header["kind"] not in KINDS:
@@ -99,7 +103,9 @@ def lock_problems(definitions: list[MetricDefinition], lock: dict) -> list[str]:
     for d in definitions:
         pinned = lock.get(d.name, {}).get(str(d.version))
         if pinned is None:
-            problems.append(f"{d.name} v{d.version}: not in the lock file; preregister it with `citegate metrics --lock`")
+            problems.append(
+                f"{d.name} v{d.version}: not in the lock file; preregister it with `citegate metrics --lock`"
+            )
         elif pinned != d.sha256:
             problems.append(
                 f"{d.name} v{d.version}: definition text changed without a version bump "

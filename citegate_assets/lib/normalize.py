@@ -12,12 +12,23 @@ import polars as pl
 
 from .normalize_plain import FOLD_FROM, FOLD_TO, HTML_CHARS, HTML_ENTITIES, NORMALIZATION_VERSION
 
-__all__ = ["FOLD_FROM", "FOLD_TO", "HTML_CHARS", "HTML_ENTITIES", "NORMALIZATION_VERSION", "normalize", "normalize_text", "normalize_texts"]
+__all__ = [
+    "FOLD_FROM",
+    "FOLD_TO",
+    "HTML_CHARS",
+    "HTML_ENTITIES",
+    "NORMALIZATION_VERSION",
+    "normalize",
+    "normalize_text",
+    "normalize_texts",
+]
 
 
 def _nfc(series: pl.Series) -> pl.Series:
     # CPython's NFC has a quick-check fast path (~1 GB/s on text that is already NFC); polars' is ~10x slower
-    return pl.Series(series.name, [None if t is None else unicodedata.normalize("NFC", t) for t in series.to_list()], dtype=pl.String)
+    return pl.Series(
+        series.name, [None if t is None else unicodedata.normalize("NFC", t) for t in series.to_list()], dtype=pl.String
+    )
 
 
 def canonical(expr: pl.Expr) -> pl.Expr:
@@ -56,4 +67,6 @@ def normalize_text(text: str, unescape: str = "none") -> str:
 
 
 def normalize_texts(texts: list[str], unescape: str = "none") -> list[str]:
-    return pl.Series("t", texts, dtype=pl.String).to_frame().select(normalize(pl.col("t"), unescape)).to_series().to_list()
+    return (
+        pl.Series("t", texts, dtype=pl.String).to_frame().select(normalize(pl.col("t"), unescape)).to_series().to_list()
+    )

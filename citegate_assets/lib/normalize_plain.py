@@ -17,21 +17,65 @@ HTML_CHARS = ["&", "<", ">", '"', "'", "'"]
 
 # Step 4: typographic look-alikes that models rewrite when quoting, folded to ASCII on both sides.
 FOLD_FROM = [
-    "\u2018", "\u2019", "\u201a", "\u201b", "\u2032",  # single quotes, prime
-    "\u201c", "\u201d", "\u201e", "\u201f", "\u2033",  # double quotes, double prime
-    "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2015", "\u2212",  # hyphens, dashes, minus
+    "\u2018",
+    "\u2019",
+    "\u201a",
+    "\u201b",
+    "\u2032",  # single quotes, prime
+    "\u201c",
+    "\u201d",
+    "\u201e",
+    "\u201f",
+    "\u2033",  # double quotes, double prime
+    "\u2010",
+    "\u2011",
+    "\u2012",
+    "\u2013",
+    "\u2014",
+    "\u2015",
+    "\u2212",  # hyphens, dashes, minus
     "\u2026",  # ellipsis
-    "\u00a0", "\u202f", "\u2007", "\u2009", "\u200a",  # no-break and thin spaces
-    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff",  # zero-width characters
+    "\u00a0",
+    "\u202f",
+    "\u2007",
+    "\u2009",
+    "\u200a",  # no-break and thin spaces
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",  # zero-width characters
     "\u00ad",  # soft hyphen
 ]
 FOLD_TO = [
-    "'", "'", "'", "'", "'",
-    '"', '"', '"', '"', '"',
-    "-", "-", "-", "-", "-", "-", "-",
+    "'",
+    "'",
+    "'",
+    "'",
+    "'",
+    '"',
+    '"',
+    '"',
+    '"',
+    '"',
+    "-",
+    "-",
+    "-",
+    "-",
+    "-",
+    "-",
+    "-",
     "...",
-    " ", " ", " ", " ", " ",
-    "", "", "", "", "",
+    " ",
+    " ",
+    " ",
+    " ",
+    " ",
+    "",
+    "",
+    "",
+    "",
+    "",
     "",
 ]
 

@@ -74,16 +74,27 @@ _ISO_DATE = re.compile(r"(?<![A-Za-z0-9#_.\-])(\d{4})-(\d{2})-(\d{2})(?![A-Za-z0
 _ANY_DIGIT = re.compile(r"\d")
 _RANGE_SEP = re.compile(r" ?- ?| to | and ", re.IGNORECASE)
 # Letters allowed right after the digits without making the token an identifier.
-_GLUED_OK = re.compile(
-    r"(?i:st|nd|rd|th|tb|gb|mb|kb|pb|ms|s|h|hr|hrs|min|mins|x|d|y|yr|yrs|am|pm)(?![A-Za-z0-9])"
-)
+_GLUED_OK = re.compile(r"(?i:st|nd|rd|th|tb|gb|mb|kb|pb|ms|s|h|hr|hrs|min|mins|x|d|y|yr|yrs|am|pm)(?![A-Za-z0-9])")
 _EXPONENTS = {"thousand": 3, "k": 3, "million": 6, "m": 6, "mn": 6, "billion": 9, "bn": 9}
 _UNITS = {
-    "%": "%", "percent": "%", "per cent": "%",
-    "$": "USD", "us$": "USD", "usd": "USD", "dollar": "USD", "dollars": "USD", "us dollar": "USD",
+    "%": "%",
+    "percent": "%",
+    "per cent": "%",
+    "$": "USD",
+    "us$": "USD",
+    "usd": "USD",
+    "dollar": "USD",
+    "dollars": "USD",
+    "us dollar": "USD",
     "us dollars": "USD",
-    "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR",
-    "£": "GBP", "gbp": "GBP", "pound sterling": "GBP", "pounds sterling": "GBP",
+    "€": "EUR",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "£": "GBP",
+    "gbp": "GBP",
+    "pound sterling": "GBP",
+    "pounds sterling": "GBP",
 }
 
 
@@ -208,7 +219,7 @@ def extract_quantities(text: str) -> list[Quantity]:
     dates = list(_ISO_DATE.finditer(text))
     masked = text
     for d in dates:  # blank the dates out (same length) so their parts are not read as a range
-        masked = masked[: d.start()] + " " * (d.end() - d.start()) + masked[d.end():]
+        masked = masked[: d.start()] + " " * (d.end() - d.start()) + masked[d.end() :]
     items: list[tuple[int, list[Quantity]]] = [
         (d.start(), [Quantity(_canonical(g), None, d.group(0)) for g in d.groups()]) for d in dates
     ]
@@ -227,8 +238,15 @@ def extract_quantities(text: str) -> list[Quantity]:
             exp_a = a.exponent if a.exponent is not None else (b.exponent or 0)
             exp_b = b.exponent if b.exponent is not None else (a.exponent or 0)
             written = text[a.start : b.end]
-            items.append((a.start, [Quantity(_canonical(a.number, exp_a), unit_a, written),
-                                    Quantity(_canonical(b.number, exp_b), unit_b, written)]))
+            items.append(
+                (
+                    a.start,
+                    [
+                        Quantity(_canonical(a.number, exp_a), unit_a, written),
+                        Quantity(_canonical(b.number, exp_b), unit_b, written),
+                    ],
+                )
+            )
             i += 2
             continue
         items.append((a.start, [Quantity(_canonical(a.number, a.exponent or 0), a.unit, text[a.start : a.end])]))

@@ -180,7 +180,11 @@ def _role_matches(role: str, wanted: str) -> bool:
 
 def _split_block(message_no: int, block: str, profile: Profile, retrieved_ids: list[str] | None) -> list[Piece]:
     out: list[Piece] = []
-    headers = [h for h in profile.regex("chunk_header").finditer(block) if _names_a_chunk(h["ref"].strip(), profile, retrieved_ids)]
+    headers = [
+        h
+        for h in profile.regex("chunk_header").finditer(block)
+        if _names_a_chunk(h["ref"].strip(), profile, retrieved_ids)
+    ]
     footer_re = profile.regex("chunk_footer")
     cursor = 0
     for section_no, header in enumerate(headers):

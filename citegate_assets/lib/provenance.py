@@ -33,6 +33,7 @@ def check_provenance(con: duckdb.DuckDBPyConnection, start: date, end: date, *, 
         for bucket in range(BUCKETS):
             run_script(con, "provenance/provenance_results", {**params, "bucket": bucket})
     [(n,)] = con.sql(
-        "select count(*) from provenance_results where day >= $start and day < $end", params={"start": start, "end": end}
+        "select count(*) from provenance_results where day >= $start and day < $end",
+        params={"start": start, "end": end},
     ).fetchall()
     return n

@@ -66,7 +66,7 @@ def passage_around_span(e: dict, n: int) -> str | None:
         lo = max(0, start - (n - (end - start)) // 2)
         hi = min(len(passage), lo + n)
         lo = max(0, hi - n)
-    text = passage[lo:start] + "»" + passage[start:min(end, hi)] + ("«" if end <= hi else "") + passage[end:hi]
+    text = passage[lo:start] + "»" + passage[start : min(end, hi)] + ("«" if end <= hi else "") + passage[end:hi]
     return ("…" if lo > 0 else "") + text + ("…" if hi < len(passage) else "")
 
 
@@ -89,8 +89,14 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
     evidence = safe(e.get("best_evidence_cause") or "—")
     if e.get("better_chunk_id"):
         evidence += f" → better passage {safe(e['better_chunk_id'])}"
-    where = f"offsets {e['found_start']}..{e['found_end']}" if e.get("found_start") is not None else (
-        f"section {e['section_start']}..{e['section_end']}" if e.get("section_start") is not None else "not in the prompt"
+    where = (
+        f"offsets {e['found_start']}..{e['found_end']}"
+        if e.get("found_start") is not None
+        else (
+            f"section {e['section_start']}..{e['section_end']}"
+            if e.get("section_start") is not None
+            else "not in the prompt"
+        )
     )
     status = e["status"] + (f" ({e['escalation_cause']})" if e.get("escalation_cause") else "")
     if e.get("reviewed_by"):
@@ -125,7 +131,9 @@ def render_groups(groups: list[dict], entries: list[dict]) -> str:
     out.append(f"{plural(total, 'queue entry', 'queue entries')} in {plural(len(groups), 'reason group')}")
     for g in groups:
         out.append("")
-        out.append(f"== {safe(g['reason'])}  ({plural(g['entries'], 'entry', 'entries')}, {g['open']} open; owner: {safe(g['owners'])})")
+        out.append(
+            f"== {safe(g['reason'])}  ({plural(g['entries'], 'entry', 'entries')}, {g['open']} open; owner: {safe(g['owners'])})"
+        )
         shown = by_reason.get(g["reason"], [])
         for e in shown:
             out.append(render_entry(e, passage_chars=240))
@@ -148,7 +156,9 @@ def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
     """For an entry with no place in the prompt (the context block was not found): which profile read the
     prompt, what it looked for, and the start of the prompt, so a reviewer sees why."""
     template, status = entry.get("template"), entry.get("profile_status")
-    lines = [f"  no location in the prompt: profile {quote(template)} (prompts.template) read it, profile_status {safe(status)}"]
+    lines = [
+        f"  no location in the prompt: profile {quote(template)} (prompts.template) read it, profile_status {safe(status)}"
+    ]
     if status == "no_context_block":
         lines.append("  the profile did not find the context block it looks for:")
     elif status == "unknown_template":
@@ -163,5 +173,7 @@ def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
     prompt = entry.get("prompt_normalized") or ""
     head = safe(_clip(prompt, chars))
     lines.append(f"\n  start of the prompt (normalized, {plural(len(prompt), 'character')}):")
-    lines.append(textwrap.fill(head, width=WIDTH, initial_indent="    ", subsequent_indent="    ") if head else "    (empty)")
+    lines.append(
+        textwrap.fill(head, width=WIDTH, initial_indent="    ", subsequent_indent="    ") if head else "    (empty)"
+    )
     return "\n".join(lines)

@@ -87,14 +87,18 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
     if isinstance(logged_at, Reject):
         return logged_at
     if logged_at.date() < EARLIEST_DAY or logged_at > now + FUTURE_SLACK:
-        return Reject("timestamp_out_of_range", f"logged_at {obj['logged_at']!r} is before {EARLIEST_DAY} or in the future")
+        return Reject(
+            "timestamp_out_of_range", f"logged_at {obj['logged_at']!r} is before {EARLIEST_DAY} or in the future"
+        )
     encoding = obj.get("prompt_encoding")
     if encoding is None:
         encoding = "text"
     if not isinstance(encoding, str):
         return Reject("wrong_type", f"field 'prompt_encoding' is {type(encoding).__name__}, expected string")
     if encoding not in ENCODINGS:
-        return Reject("unknown_prompt_encoding", f"prompt_encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+        return Reject(
+            "unknown_prompt_encoding", f"prompt_encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}"
+        )
     template = obj.get("template")
     if template is not None and not isinstance(template, str):
         return Reject("wrong_type", "field 'template' is not a string")
@@ -127,15 +131,22 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
 def _parse_timestamp(value: str) -> datetime | Reject:
     match = _RFC3339.fullmatch(value)
     if match is None:
-        return Reject("invalid_timestamp", f"logged_at {value!r} is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.frac]Z|±HH:MM)")
+        return Reject(
+            "invalid_timestamp",
+            f"logged_at {value!r} is not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.frac]Z|±HH:MM)",
+        )
     if match["tz"] is None:
         return Reject("timestamp_without_timezone", f"logged_at {value!r} has no UTC offset; its day is ambiguous")
     try:
         parsed = datetime.fromisoformat(value[:10] + "T" + value[11:].upper())
         return parsed.astimezone(timezone.utc)
     except (ValueError, OverflowError) as exc:
-        return Reject("invalid_timestamp" if isinstance(exc, ValueError) and "range" not in str(exc) else "timestamp_out_of_range",
-                      f"logged_at {value!r}: {exc}")
+        return Reject(
+            "invalid_timestamp"
+            if isinstance(exc, ValueError) and "range" not in str(exc)
+            else "timestamp_out_of_range",
+            f"logged_at {value!r}: {exc}",
+        )
 
 
 def parse_retrieved(value: object) -> list[dict] | Reject:
@@ -163,7 +174,13 @@ def parse_retrieved(value: object) -> list[dict] | Reject:
             return Reject("duplicate_chunk_id", f"retrieved[{i}].chunk_id {chunk_id!r} appears twice in this call")
         seen.add(chunk_id.strip())
         out.append(
-            {"chunk_id": chunk_id.strip(), "rank": rank, "text": text, "doc_id": entry.get("doc_id"), "chunking": entry.get("chunking")}
+            {
+                "chunk_id": chunk_id.strip(),
+                "rank": rank,
+                "text": text,
+                "doc_id": entry.get("doc_id"),
+                "chunking": entry.get("chunking"),
+            }
         )
     return out
 

@@ -14,7 +14,9 @@ def _escaped(df: pl.DataFrame) -> pl.DataFrame:
         if dtype == pl.String:
             exprs.append(pl.col(name).map_elements(safe, return_dtype=pl.String, skip_nulls=True))
         elif dtype == pl.List(pl.String):
-            exprs.append(pl.col(name).list.eval(pl.element().map_elements(safe, return_dtype=pl.String, skip_nulls=True)))
+            exprs.append(
+                pl.col(name).list.eval(pl.element().map_elements(safe, return_dtype=pl.String, skip_nulls=True))
+            )
     out = df.with_columns(exprs) if exprs else df
     return out.rename({c: safe(c) for c in out.columns if safe(c) != c})
 

@@ -33,7 +33,9 @@ _held_guard = threading.Lock()
 
 
 @contextmanager
-def run_lock(warehouse: Path, *, wait_s: float = 0.0, on_wait=None, hint: str = "try again when it ends, or pass --wait SECONDS") -> Iterator[None]:
+def run_lock(
+    warehouse: Path, *, wait_s: float = 0.0, on_wait=None, hint: str = "try again when it ends, or pass --wait SECONDS"
+) -> Iterator[None]:
     path = lock_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -24,7 +24,10 @@ def sample_key(citation_id: str) -> float:
 
 def policies_frame(config: Config) -> pl.DataFrame:
     return pl.DataFrame(
-        [{"surface": name, "stakes": p.stakes, "sample_rate": float(p.sample_rate)} for name, p in config.surfaces.items()]
+        [
+            {"surface": name, "stakes": p.stakes, "sample_rate": float(p.sample_rate)}
+            for name, p in config.surfaces.items()
+        ]
     )
 
 

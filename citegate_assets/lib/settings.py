@@ -137,8 +137,15 @@ def resolve(
     """
     env = os.environ if env is None else env
     base = Path(cwd) if cwd is not None else Path.cwd()
-    flags = {"config": config, "landing": landing, "warehouse": warehouse, "published": published,
-             "reviews": reviews, "labels": labels, "dagster_home": dagster_home}
+    flags = {
+        "config": config,
+        "landing": landing,
+        "warehouse": warehouse,
+        "published": published,
+        "reviews": reviews,
+        "labels": labels,
+        "dagster_home": dagster_home,
+    }
     sources: dict[str, tuple[str, str]] = {}
     values: dict[str, Path | None] = {}
 
@@ -161,7 +168,10 @@ def resolve(
     else:
         local = base / "citegate.toml"
         values["config"] = _absolute(local, base) if local.is_file() else None
-        sources["config"] = ("default", "default: ./citegate.toml" if values["config"] else "default: no ./citegate.toml here")
+        sources["config"] = (
+            "default",
+            "default: ./citegate.toml" if values["config"] else "default: no ./citegate.toml here",
+        )
     raw = _read_config(values["config"])
 
     for name, default in (("landing", "data/landing"), ("warehouse", "data/warehouse.duckdb")):

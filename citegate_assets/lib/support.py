@@ -60,10 +60,14 @@ def judge_items(
 ) -> tuple[pl.DataFrame, dict]:
     """items: item_id, passage, claim (normalized). Returns one result row per item and run facts."""
     model = judge.model
-    keys = [cache_key(model, TEMPLATE_VERSION, p, c) for p, c in zip(items["passage"].to_list(), items["claim"].to_list())]
+    keys = [
+        cache_key(model, TEMPLATE_VERSION, p, c) for p, c in zip(items["passage"].to_list(), items["claim"].to_list())
+    ]
     keyed = items.select("item_id", "passage", "claim").with_columns(cache_key=pl.Series(keys, dtype=pl.String))
     cached = _lookup(connect, keyed.select("cache_key").unique())
-    misses = keyed.filter(~pl.col("cache_key").is_in(list(cached))).unique("cache_key", keep="first", maintain_order=True)
+    misses = keyed.filter(~pl.col("cache_key").is_in(list(cached))).unique(
+        "cache_key", keep="first", maintain_order=True
+    )
     fresh: dict[str, dict] = {}
     total = misses.height
     done = 0
@@ -104,7 +108,11 @@ def judge_items(
 
 
 def _row(r: JudgeResult, model: str, prices: dict, now: datetime) -> dict:
-    cost = 0.0 if model.startswith(HEURISTIC_PREFIX) else estimated_cost(prices, model, r.prompt_tokens, r.completion_tokens)
+    cost = (
+        0.0
+        if model.startswith(HEURISTIC_PREFIX)
+        else estimated_cost(prices, model, r.prompt_tokens, r.completion_tokens)
+    )
     return {
         "judge_model": model,
         "template_version": TEMPLATE_VERSION,
@@ -158,7 +166,12 @@ def _store(connect: Connect, pairs: list[tuple[JudgeRequest, dict]]) -> None:
             }
             for req, row in pairs
         ],
-        schema_overrides={"prompt_tokens": pl.Int32, "completion_tokens": pl.Int32, "latency_ms": pl.Float64, "cost_usd": pl.Float64},
+        schema_overrides={
+            "prompt_tokens": pl.Int32,
+            "completion_tokens": pl.Int32,
+            "latency_ms": pl.Float64,
+            "cost_usd": pl.Float64,
+        },
     )
     with connect() as con:
         con.register("new_cache_rows", frame.to_arrow())

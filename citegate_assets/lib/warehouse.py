@@ -63,20 +63,29 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the tables, or upgrade a warehouse written by an earlier release, one migration at a time."""
     version = schema_version(con)
     if version is not None and version > SCHEMA_VERSION:
-        raise SchemaError(f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: upgrade citegate")
+        raise SchemaError(
+            f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: upgrade citegate"
+        )
     if version == SCHEMA_VERSION:
         return
     with transaction(con):
         for number in range((version or SCHEMA_VERSION) + 1, SCHEMA_VERSION + 1):
             run_script(con, f"migrations/{_migration(number)}")
         con.execute(load_sql("schema"))
-        con.execute("create table if not exists schema_version (version integer not null, applied_at timestamptz not null)")
+        con.execute(
+            "create table if not exists schema_version (version integer not null, applied_at timestamptz not null)"
+        )
         con.execute("insert into schema_version values ($v, now())", {"v": SCHEMA_VERSION})
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """None for an empty database; 1 for a warehouse written before versions were recorded."""
-    tables = {t for (t,) in con.sql("select table_name from duckdb_tables() where database_name = current_database()").fetchall()}
+    tables = {
+        t
+        for (t,) in con.sql(
+            "select table_name from duckdb_tables() where database_name = current_database()"
+        ).fetchall()
+    }
     if "schema_version" in tables:
         [(version,)] = con.sql("select max(version) from schema_version").fetchall()
         return version

@@ -48,7 +48,9 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     return OpenAIJudge(settings)
 
 
-def estimated_cost(prices: Mapping, model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+def estimated_cost(
+    prices: Mapping, model: str, prompt_tokens: int | None, completion_tokens: int | None
+) -> float | None:
     """USD from [judge.prices.MODEL] (per million tokens); None when the model has no price or no usage."""
     price = prices.get(model)
     if price is None or prompt_tokens is None or completion_tokens is None:

@@ -81,9 +81,34 @@ NEGATIONS = frozenset(
 # Words that open a restricting clause: "only for orders over 500 units", "except in the EU region".
 # Restrictive relative clauses and adjuncts count too: "Customers who pay annually ...", "... for
 # approved requests", "... after a 10-day grace period".
-QUALIFIER_CUES = ("only", "except", "unless", "provided", "providing", "if", "excluding", "subject to", "until",
-                  "as long as", "so long as", "on condition", "who", "whose", "that", "for", "when", "whenever",
-                  "where", "with", "after", "before", "during", "while", "once", "in case")
+QUALIFIER_CUES = (
+    "only",
+    "except",
+    "unless",
+    "provided",
+    "providing",
+    "if",
+    "excluding",
+    "subject to",
+    "until",
+    "as long as",
+    "so long as",
+    "on condition",
+    "who",
+    "whose",
+    "that",
+    "for",
+    "when",
+    "whenever",
+    "where",
+    "with",
+    "after",
+    "before",
+    "during",
+    "while",
+    "once",
+    "in case",
+)
 # Words that bound a quantity, by meaning: "up to 12%" is not "12%", but "above" is ">". They are not
 # content words; the bound check compares them where they touch a number.
 COMPARATORS = {
@@ -99,15 +124,45 @@ COMPARATORS = {
 _COMPARATOR_CLASS = {phrase: cls for cls, phrases in COMPARATORS.items() for phrase in phrases}
 COMPARATOR_WORDS = frozenset(
     w for phrases in COMPARATORS.values() for ph in phrases for w in ph.split() if w.isalpha()
-) - {"than", "to", "at", "as", "no", "much", "many", "prior", "before", "after", "until", "till", "through", "from",
-     "starting", "capped", "some", "more", "less", "fewer", "greater", "most", "least"}
+) - {
+    "than",
+    "to",
+    "at",
+    "as",
+    "no",
+    "much",
+    "many",
+    "prior",
+    "before",
+    "after",
+    "until",
+    "till",
+    "through",
+    "from",
+    "starting",
+    "capped",
+    "some",
+    "more",
+    "less",
+    "fewer",
+    "greater",
+    "most",
+    "least",
+}
 
 _SKIP = STOPWORDS | NEGATIONS | UNIT_WORDS | COMPARATOR_WORDS  # not content words
 
 # Modal verbs by force: "may happen" does not entail "happens", nor "can" "must". ("will" is left out:
 # policy text uses it as a plain present, "refunds will be processed within 5 days".)
-MODALS = {"can": "can", "could": "can", "may": "may", "might": "may", "must": "must", "shall": "must",
-          "should": "should"}
+MODALS = {
+    "can": "can",
+    "could": "can",
+    "may": "may",
+    "might": "may",
+    "must": "must",
+    "shall": "must",
+    "should": "should",
+}
 # Determiners that restrict a statement to part of its subject: "Some Enterprise customers ...".
 RESTRICTORS = frozenset(
     "some certain selected select most many several few eligible qualifying qualified specific particular limited "
@@ -286,10 +341,7 @@ def _chain_breaks(claim_seq: list[str], main_seq: list[str]) -> tuple[int, int]:
         return 0, 0
     best = {pos: 0 for pos in where[seq[0]]}
     for w in seq[1:]:
-        best = {
-            pos: min(b + (abs(pos - prev) > PAIR_DISTANCE) for prev, b in best.items())
-            for pos in where[w]
-        }
+        best = {pos: min(b + (abs(pos - prev) > PAIR_DISTANCE) for prev, b in best.items()) for pos in where[w]}
     return min(best.values()), len(seq) - 1
 
 
@@ -406,7 +458,7 @@ def _dropped_qualifier(text: str, claim_content: set[str]) -> bool:
     claim. The claim then generalises what the passage restricts."""
     t = text.lower()
     for m in _QUALIFIER.finditer(t):
-        rest = t[m.end():]
+        rest = t[m.end() :]
         end = _CLAUSE_END.search(rest)
         words = _content(_words(rest[: end.start()] if end else rest))[:8]
         if words and (words[0] not in claim_content or sum(w in claim_content for w in words) / len(words) < 0.5):
