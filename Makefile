@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test ui bench install clean fixtures guard-examples
+.PHONY: demo test lint ui bench install clean fixtures guard-examples
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,14 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/citegate demo
 
-test: $(STAMP)
+# format, lint (line length 120) and types; `make test` runs it first
+LINT_PATHS := citegate_assets tests benchmarks scripts
+lint: $(STAMP)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
 
 ui: $(STAMP)
