@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     landing = work / f"landing-{a.requests}"
     started = time.time()
     print(
-        f"citegate bench: {a.requests:,} requests/day, ~{a.prompt_kb} KB prompts, {a.repeats} repeats; {os.cpu_count()} cores"
+        f"citegate bench: {a.requests:,} requests/day, ~{a.prompt_kb} KB prompts, {a.repeats} repeats; "
+        f"{os.cpu_count()} cores"
     )
     generate(landing, a.requests, a.prompt_kb)
     results: dict[str, list[dict]] = {}

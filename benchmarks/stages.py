@@ -76,14 +76,16 @@ def reference(args: dict) -> dict:
         con.register("sample_ids", __import__("polars").DataFrame({"citation_id": sample}).to_arrow())
         rows = con.sql(
             """
-            select c.citation_id, p.prompt_raw, p.prompt_encoding, p.template, c.chunk_id, c.span, r.reason, c.request_id
+            select c.citation_id, p.prompt_raw, p.prompt_encoding, p.template, c.chunk_id, c.span, r.reason,
+                c.request_id
             from sample_ids s join citations c using (citation_id) join prompts p on p.request_id = c.request_id
             join provenance_results r on r.citation_id = c.citation_id
             """
         ).fetchall()
         retrieved: dict[str, dict[str, str]] = {}
         for rid, chunk_id, text in con.sql(
-            "select r.request_id, r.chunk_id, r.text from retrievals r where r.request_id in (select request_id from citations where citation_id in (select citation_id from sample_ids))"
+            "select r.request_id, r.chunk_id, r.text from retrievals r where r.request_id in "
+            "(select request_id from citations where citation_id in (select citation_id from sample_ids))"
         ).fetchall():
             retrieved.setdefault(rid, {})[chunk_id] = text
     t0 = time.perf_counter()

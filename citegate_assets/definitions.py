@@ -1,46 +1,38 @@
-"""citegate's Dagster definitions: every stage's assets and checks, the nightly schedule, one executor."""
+"""citegate's Dagster definitions: everything in defs/ (one module per stage, the resources, the automation),
+loaded from the folder, and one executor. Adding an asset is adding it to a module in defs/."""
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import dagster as dg
 
-from citegate_assets.defs.automation import nightly_job, nightly_schedule
-from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
-from citegate_assets.defs.ingest import ingest_prompt_log, prompt_log, prompts_match_their_sha256
-from citegate_assets.defs.metrics import metric_definitions, published_warehouse, weekly_metrics
-from citegate_assets.defs.provenance import provenance_results
-from citegate_assets.defs.resources import JudgeResource, WarehouseResource
-from citegate_assets.defs.review import best_evidence, citation_queue, review_outcomes
-from citegate_assets.defs.support import numeric_checks, support_sample, support_verdicts
 from citegate_assets.lib.private import private_umask
+from citegate_assets.lib.settings import source_checkout
 
 private_umask()  # the code location's processes write run storage and the warehouse: owner-only files
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    return dg.Definitions(
-        assets=[
-            prompt_log,
-            ingest_prompt_log,
-            provenance_results,
-            support_sample,
-            numeric_checks,
-            support_verdicts,
-            hand_labels,
-            judge_calibration,
-            support_gate_status,
-            best_evidence,
-            review_outcomes,
-            citation_queue,
-            metric_definitions,
-            weekly_metrics,
-            published_warehouse,
-        ],
-        asset_checks=[prompts_match_their_sha256],
-        jobs=[nightly_job],
-        schedules=[nightly_schedule],
-        resources={"warehouse": WarehouseResource(), "judge": JudgeResource()},
+    return dg.Definitions.merge(
+        _defs_folder(),
         # one process per run: DuckDB allows a single writer, and the steps share it in turn
-        executor=dg.in_process_executor,
+        dg.Definitions(executor=dg.in_process_executor),
     )
+
+
+def _defs_folder() -> dg.Definitions:
+    """The defs/ folder as pyproject.toml's [tool.dg] names it; an installed wheel has no pyproject.toml (and a
+    parent folder's could belong to another project), so there the package's own defs module is the root."""
+    project = source_checkout()
+    if project is not None:
+        return dg.load_from_defs_folder(path_within_project=project)
+    import citegate_assets.defs
+
+    with warnings.catch_warnings():  # as load_from_defs_folder does: its module loaders are Dagster previews
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        tree = dg.ComponentTree.from_module(defs_module=citegate_assets.defs, project_root=Path(__file__).parent)
+        return tree.build_defs()

@@ -182,11 +182,12 @@ def check_citations(
             raise ValueError(f"citations[{position}]: span or claim is empty after normalization")
         v = provenance_verdict(layout, checked, span, ids)
         missing: tuple[str, ...] = ()
-        if v.reason == "ok":
+        start, end = v.found_start, v.found_end
+        if v.reason == "ok" and start is not None and end is not None:  # an ok span is always found
             passage = next(
                 layout.prompt[s.body_start : s.body_end]
                 for s in layout.sections_of(checked)
-                if s.body_start <= v.found_start and v.found_end <= s.body_end
+                if s.body_start <= start and end <= s.body_end
             )
             missing = tuple(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
         verdicts.append(

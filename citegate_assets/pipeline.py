@@ -1,8 +1,9 @@
 """Run the nightly job for a range of days, in process, through the same definitions the schedule uses."""
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -12,7 +13,8 @@ from citegate_assets.lib.records import EARLIEST_DAY
 from citegate_assets.lib.runlock import run_lock
 from citegate_assets.lib.settings import Settings, prepare_dagster_home
 from citegate_assets.lib.settings import resolve as resolve_settings
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.timestamps import utc_now
+from citegate_assets.lib.warehouse import connect, query
 
 
 @dataclass
@@ -30,7 +32,7 @@ def plan_days(
     Days come from valid records only: a rejected line, however it is dated, never widens a run.
     Today (UTC) is not a partition until it ends: its records are ingested, and gated on the next run.
     """
-    today = today or datetime.now(timezone.utc).date()
+    today = today or utc_now().date()
     last = today - timedelta(days=1)
     note = ""
     if start is None or end is None:
@@ -63,10 +65,7 @@ def _known_files(warehouse: Path, landing: Path) -> dict:
         return {}
     try:
         with connect(warehouse, read_only=True) as con:
-            rows = con.sql(
-                "select file_name, size_bytes, mtime_ns, days from ingested_files where status = 'complete' and landing = $landing",
-                params={"landing": os.path.realpath(landing)},
-            ).fetchall()
+            rows = query(con, "ingest/complete_files", {"landing": os.path.realpath(landing)}).fetchall()
     except Exception:  # a locked, older or foreign file: fall back to scanning
         return {}
     return {name: (size, mtime, set(days or ())) for name, size, mtime, days in rows}
@@ -82,7 +81,7 @@ def run_range(
     instance: dg.DagsterInstance | None = None,
     log_level: str = "INFO",
     wait_s: float = 0.0,
-    on_wait=None,
+    on_wait: Callable[[str], None] | None = None,
     final: bool = False,
 ) -> dg.ExecuteInProcessResult:
     """Raises RunLockedError when another run holds the warehouse for longer than wait_s.
@@ -91,9 +90,10 @@ def run_range(
 
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
-    every one goes into the warehouse resource's run config."""
+    every one goes into the resources' run config."""
     from citegate_assets.definitions import defs
     from citegate_assets.defs.partitions import before_first_day
+    from citegate_assets.defs.resources import run_config_for
 
     if problem := before_first_day(plan.start, plan.end):
         raise ValueError(problem)
@@ -101,7 +101,7 @@ def run_range(
     warehouse = settings.warehouse
     job = defs().resolve_job_def("nightly_job")
     run_config = {
-        "resources": {"warehouse": {"config": {**settings.resource_config(), "final_read": final}}},
+        "resources": run_config_for(settings, final_read=final),
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
     tags = {
@@ -153,17 +153,19 @@ def run_calibration(
     as the nightly run's last step; it runs only when the calibration steps succeeded."""
     from citegate_assets.defs.calibration import hand_labels, judge_calibration, support_gate_status
     from citegate_assets.defs.metrics import published_warehouse
-    from citegate_assets.defs.resources import JudgeResource, WarehouseResource
+    from citegate_assets.defs.resources import default_resources, run_config_for
 
     settings = settings or resolve_settings(config=config_file, warehouse=warehouse, labels=labels)
-    resources = {"warehouse": WarehouseResource(**settings.resource_config()), "judge": JudgeResource()}
     # calibrate writes the warehouse too: it stops at once (RunLockedError) while a run holds it
     with run_lock(settings.warehouse, hint="try `citegate calibrate` again when it ends"):
         return dg.materialize(
             [hand_labels, judge_calibration, support_gate_status, published_warehouse],
-            resources=resources,
+            resources=default_resources(),
             instance=instance or dagster_instance(settings),
-            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+            run_config={
+                "resources": run_config_for(settings),
+                "loggers": {"console": {"config": {"log_level": log_level}}},
+            },
             tags={"citegate/trigger": "cli-calibrate"},
             raise_on_error=False,
         )

@@ -21,6 +21,7 @@ body and answers with a canned answer. Each example is run three times:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.metadata as md
 import importlib.util
 import json
@@ -30,11 +31,11 @@ import re
 import socket
 import sys
 import tempfile
-import threading
 import types
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from capture_server import CaptureServer  # beside this script, shared with render_fixtures.py
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "guard.md"
@@ -84,8 +85,8 @@ CHUNKS = {
     "days to appear on your statement.\nAnnual plans are refunded pro rata for the unused months.",
     PLANS: "The Pro plan costs $49 per month per workspace & includes up to 10 seats. Extra seats cost $6 each, billed "
     "on the next invoice.",
-    RETENTION: "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore the "
-    "workspace from **Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
+    RETENTION: "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore "
+    "the workspace from **Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
     "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup copies "
     "are purged within 90 days of the permanent deletion, and a deletion certificate can be requested from the "
     "privacy team once the purge is complete.",
@@ -118,32 +119,12 @@ INVENTED_QUOTE = {"chunk_id": REFUNDS, "span": "Refunds are instant for annual p
 
 
 # --- the local LLM server --------------------------------------------------------------------------------
-class LocalLLM:
-    """Records every request body and answers with `reply` ({answer, citations}) in the shape of the API asked."""
+class LocalLLM(CaptureServer):
+    """Answers with `reply` ({answer, citations}) in the shape of the API asked."""
 
     def __init__(self) -> None:
-        self.bodies: list[tuple[str, bytes]] = []
         self.reply: dict = {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                outer.bodies.append((self.path, raw))
-                body = outer.respond(self.path, json.loads(raw))
-                data = json.dumps(body).encode()
-                self.send_response(200 if body else 404)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_port}"
+        super().__init__()
 
     def respond(self, path: str, request: dict) -> dict | None:
         if path.endswith("/chat/completions"):
@@ -233,7 +214,7 @@ def load_examples() -> types.ModuleType:
     module = types.ModuleType("guard_examples")
     module.__file__ = str(DOC)
     sys.modules[module.__name__] = module
-    for name, line, code in doc_examples():
+    for _name, line, code in doc_examples():
         exec(compile("\n" * (line - 1) + code, str(DOC), "exec"), module.__dict__)
     return module
 
@@ -372,7 +353,7 @@ def main() -> None:
                 name,
                 "honest",
                 HONEST,
-                lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+                functools.partial(fn, QUESTION, RETRIEVED, CONTEXT_WHOLE),
                 path=path,
                 sent=1,
                 logged=1,
@@ -384,7 +365,7 @@ def main() -> None:
                 name,
                 "cut",
                 HONEST,
-                lambda: fn(QUESTION, RETRIEVED, CONTEXT_CUT),
+                functools.partial(fn, QUESTION, RETRIEVED, CONTEXT_CUT),
                 path=path,
                 sent=0,
                 logged=0,
@@ -396,7 +377,7 @@ def main() -> None:
                 name,
                 "fabricated",
                 HONEST + [FABRICATED],
-                lambda: fn(QUESTION, RETRIEVED, CONTEXT_WHOLE),
+                functools.partial(fn, QUESTION, RETRIEVED, CONTEXT_WHOLE),
                 path=path,
                 sent=1,
                 logged=1,
@@ -481,7 +462,7 @@ def main() -> None:
         )
     )
 
-    llm.httpd.shutdown()
+    llm.shutdown()
     for f in landing.iterdir():
         f.unlink()
     landing.rmdir()

@@ -25,10 +25,10 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import unicodedata
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from capture_server import CaptureServer  # beside this script, shared with check_guard_examples.py
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "fixtures" / "frameworks"
@@ -65,59 +65,68 @@ CHUNKING = "paragraphs<=200tok-v2"
 CHUNKS: dict[str, tuple[str, str]] = {
     "acme-kb/refunds.md#c1": (
         "refunds.md",
-        "Refunds are issued to the original payment method. Once a refund is approved, it takes 3\u20135 business days to appear on your statement.\n"
-        "Annual plans are refunded pro rata for the unused months; monthly plans are not refunded after the first 14 days of the billing period.\n\n"
-        "To request a refund, open **Billing \u2192 Invoices** and choose \u201cRequest refund\u201d next to the invoice. Refunds for invoices paid by bank transfer "
-        "need the account holder\u2019s name & IBAN.\n\n"
+        "Refunds are issued to the original payment method. Once a refund is approved, it takes 3\u20135 business "
+        "days to appear on your statement.\n"
+        "Annual plans are refunded pro rata for the unused months; monthly plans are not refunded after the first 14 "
+        "days of the billing period.\n\n"
+        "To request a refund, open **Billing \u2192 Invoices** and choose \u201cRequest refund\u201d next to the "
+        "invoice. Refunds for invoices paid by bank transfer need the account holder\u2019s name & IBAN.\n\n"
         "[Read the full refund policy](https://help.acme.example/billing/refunds) before you contact support.",
     ),
     "acme-kb/plans.md#c1": (
         "plans.md",
-        "The Pro plan costs $49 per month per workspace & includes up to 10 seats. Extra seats cost $6 each, billed on the next invoice.\n"
+        "The Pro plan costs $49 per month per workspace & includes up to 10 seats. Extra seats cost $6 each, billed "
+        "on the next invoice.\n"
         "The Team plan adds single sign-on (SAML), audit logs and a 99.9% uptime SLA for $199 per month.\n\n"
-        "Usage-based add-ons are billed only when usage is > 1,000 API calls per day, and unused credits < $5 are carried over to the next invoice.\n\n"
+        "Usage-based add-ons are billed only when usage is > 1,000 API calls per day, and unused credits < $5 are "
+        "carried over to the next invoice.\n\n"
         "[Compare plans](https://help.acme.example/plans) for the full feature list \u2013 prices exclude VAT.",
     ),
     "acme-kb/support.md#c2": (
         "support.md",
-        "Support is available 24/7 for \u201cEnterprise\u201d customers & partners. Pro customers get answers within one business day \u2013 "
-        "Monday to Friday, 9:00\u201317:00 CET.\n"
-        "Urgent incidents (severity 1) should be reported by phone; the number is on the \u201cContact\u201d page of your admin console.\n\n"
+        "Support is available 24/7 for \u201cEnterprise\u201d customers & partners. Pro customers get answers within "
+        "one business day \u2013 Monday to Friday, 9:00\u201317:00 CET.\n"
+        "Urgent incidents (severity 1) should be reported by phone; the number is on the \u201cContact\u201d page of "
+        "your admin console.\n\n"
         "[SSO] and [SCIM] questions are routed to the identity team, which answers within two business days.",
     ),
     "acme-kb/data-retention.md#c1": (
         "data-retention.md",
-        "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore the workspace from "
-        "**Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
-        "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup snapshots are taken every 6 hours "
-        "and kept for 35 days, so a restore can bring back data that is up to six hours old. Restores are performed by the support team "
-        "on request and usually complete within four hours for workspaces under 50 GB.\n\n"
-        "Audit logs are retained for 400 days on the Team plan and for seven years on Enterprise, independent of the workspace\u2019s "
-        "deletion. Exported audit logs are delivered as JSON Lines files with one event per line.\n\n"
-        "Finally, backup copies are purged within 90 days of the permanent deletion, and a deletion certificate can be requested "
-        "from the privacy team at privacy@acme.example once the purge is complete.",
+        "Deleted workspaces are kept in a recoverable state for 30 days. During that time an owner can restore the "
+        "workspace from **Settings \u2192 Danger zone**; after 30 days it is scheduled for permanent deletion.\n\n"
+        "Backups are encrypted with AES-256 and stored in two regions of the customer\u2019s choice. Backup snapshots "
+        "are taken every 6 hours and kept for 35 days, so a restore can bring back data that is up to six hours old. "
+        "Restores are performed by the support team on request and usually complete within four hours for workspaces "
+        "under 50 GB.\n\n"
+        "Audit logs are retained for 400 days on the Team plan and for seven years on Enterprise, independent of the "
+        "workspace\u2019s deletion. Exported audit logs are delivered as JSON Lines files with one event per line.\n\n"
+        "Finally, backup copies are purged within 90 days of the permanent deletion, and a deletion certificate can "
+        "be requested from the privacy team at privacy@acme.example once the purge is complete.",
     ),
     "acme-kb/sso.md#c1": (
         "sso.md",
-        "Single sign-on works with Okta, Azure AD and Google Workspace. SCIM provisioning creates and deactivates users automatically "
-        "within 15 minutes of a change in your identity provider.\n\n"
-        "[Set up SAML SSO](https://help.acme.example/security/sso) \u2014 you need the \u201cOwner\u201d role, and the Team or Enterprise plan.",
+        "Single sign-on works with Okta, Azure AD and Google Workspace. SCIM provisioning creates and deactivates "
+        "users automatically within 15 minutes of a change in your identity provider.\n\n"
+        "[Set up SAML SSO](https://help.acme.example/security/sso) \u2014 you need the \u201cOwner\u201d role, and "
+        "the Team or Enterprise plan.",
     ),
     "acme-kb/hardware.md#c1": (
         "hardware.md",
-        "Hardware appliances ship within 10 business days of the order. Shipping to the EU and the UK is free; other regions pay a flat "
-        "fee of $35 per appliance.",
+        "Hardware appliances ship within 10 business days of the order. Shipping to the EU and the UK is free; other "
+        "regions pay a flat fee of $35 per appliance.",
     ),
     "acme-kb/api-limits.md#c1": (
         "api-limits.md",
-        "The REST API allows 600 requests per minute per token. Requests over the limit receive HTTP 429 with a Retry-After header "
-        "that says how many seconds to wait.\n"
+        "The REST API allows 600 requests per minute per token. Requests over the limit receive HTTP 429 with a "
+        "Retry-After header that says how many seconds to wait.\n"
         "Batch endpoints count as one request per call, not per item, but a batch may hold at most 500 items.\n\n"
-        "Webhooks are retried with exponential backoff for up to 24 hours; a <code>2xx</code> response stops the retries.",
+        "Webhooks are retried with exponential backoff for up to 24 hours; a <code>2xx</code> response stops the "
+        "retries.",
     ),
     "acme-kb/status.md#c3": (
         "status.md",
-        "Planned maintenance is announced on the status page at least 72 hours ahead and runs on Sundays between 02:00 and 04:00 UTC.",
+        "Planned maintenance is announced on the status page at least 72 hours ahead and runs on Sundays between "
+        "02:00 and 04:00 UTC.",
     ),
 }
 
@@ -274,7 +283,8 @@ QUERIES = [
                 "a deletion certificate can be requested from the privacy team",
                 "A deletion certificate can be requested.",
                 "span_truncated",
-                f"the chunk was cut to its first {CHUNK_TOKEN_BUDGET} tokens before rendering; the quote is in the cut part",
+                f"the chunk was cut to its first {CHUNK_TOKEN_BUDGET} tokens before rendering; "
+                "the quote is in the cut part",
             ),
             Cite(
                 DR,
@@ -295,8 +305,8 @@ QUERIES = [
                 "backup copies are purged within 90 days",
                 "Backups are purged within 90 days.",
                 "span_missing",
-                "quote from the cut part of data-retention.md#c1 but cited refunds.md#c1 (rendered whole): in no rendered text, "
-                "and the cited chunk was not cut",
+                "quote from the cut part of data-retention.md#c1 but cited refunds.md#c1 (rendered whole): in no "
+                "rendered text, and the cited chunk was not cut",
             ),
             Cite(
                 "acme-kb/privacy.md#c1",
@@ -392,38 +402,14 @@ def retrieved_field(query: Query) -> list[dict]:
 
 
 # --- the capture server ---------------------------------------------------------------------------------
-class CaptureServer:
-    """Records every request body byte for byte and answers with a minimal valid response of the API asked."""
+class FixtureServer(CaptureServer):
+    """Answers every request with a minimal valid response of the API asked, whose text is `answer`."""
 
     def __init__(self) -> None:
-        self.bodies: list[tuple[str, bytes]] = []
         self.answer = ""
-        outer = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep the script's output clean
-                pass
-
-            def do_POST(self):
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                outer.bodies.append((self.path, raw))
-                body = outer.response(self.path)
-                if body is None:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_port}"
-
-    def response(self, path: str) -> dict | None:
+    def respond(self, path: str, request: dict) -> dict | None:
         ans, created = self.answer, 1793750400
         if path.endswith("/chat/completions"):
             return {
@@ -523,7 +509,7 @@ def answer_text(cites: list[tuple[str, Cite]]) -> str:
     return " ".join(f"{c.claim} [{ref}]" for ref, c in cites)
 
 
-def li_setup(server: CaptureServer, workdir: pathlib.Path):
+def li_setup(server: FixtureServer, workdir: pathlib.Path):
     from llama_index.core import SimpleDirectoryReader
     from llama_index.core.readers.file.base import default_file_metadata_func
     from llama_index.llms.openai import OpenAI as LIOpenAI
@@ -531,7 +517,7 @@ def li_setup(server: CaptureServer, workdir: pathlib.Path):
     kb = workdir / "acme-kb"
     kb.mkdir()
     by_file: dict[str, list[str]] = {}
-    for cid, (fname, text) in CHUNKS.items():
+    for fname, text in CHUNKS.values():
         by_file.setdefault(fname, []).append(text)
     for fname, texts in by_file.items():
         (kb / fname).write_text("\n\n".join(texts), encoding="utf-8")
@@ -745,9 +731,14 @@ def render_anthropic(server, query: Query, variant: str, cites):
 # The chat template of Meta-Llama-3-8B-Instruct (tokenizer_config.json "chat_template"), rendered the way
 # transformers' apply_chat_template does: a sandboxed jinja2 environment with trim_blocks and lstrip_blocks.
 LLAMA3_CHAT_TEMPLATE = (
-    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + "
-    "'<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}"
-    "{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+    "{% set loop_messages = messages %}"
+    "{% for message in loop_messages %}"
+    "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim"
+    " + '<|eot_id|>' %}"
+    "{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}"
+    "{{ content }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
 )
 
 
@@ -927,7 +918,7 @@ def cites_for(fmt: str, query: Query, rendered_positions: dict[int, tuple[str, s
 
 
 def run() -> None:
-    server = CaptureServer()
+    server = FixtureServer()
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="citegate-fixtures-"))
     docs, llm = li_setup(server, workdir)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -1005,7 +996,7 @@ def run() -> None:
         "\n".join(json.dumps(t, ensure_ascii=False) for t in truth_rows) + "\n", encoding="utf-8"
     )
     write_readme(counts)
-    server.httpd.shutdown()
+    server.shutdown()
     shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(_TK_CACHE, ignore_errors=True)
     for fmt, c in counts.items():
@@ -1045,6 +1036,7 @@ def write_readme(counts: dict[str, dict[str, int]]) -> None:
     text = README.format(
         versions=versions,
         files=files,
+        truth_row=TRUTH_ROW,
         reasons=" | ".join(REASONS),
         sep="|---" * (len(REASONS) + 1) + "|",
         table=table,
@@ -1057,6 +1049,10 @@ def write_readme(counts: dict[str, dict[str, int]]) -> None:
     (OUT / "README.md").write_text(text, encoding="utf-8")
 
 
+TRUTH_ROW = (  # the README's table row for truth.jsonl, longer than a source line
+    "| `truth.jsonl` | | one line per citation: `file`, `request_id`, `position` (0-based index into `citations`; "
+    "citegate's citation_id is `request_id#position`), `chunk_id` as cited, `expected_reason`, `note` |"
+)
 README = """# Framework fixtures (issue 12)
 
 Prompts rendered by the real frameworks with their own code and default templates, captured as the
@@ -1075,7 +1071,7 @@ returned to the SDK.
 | file | surface | what |
 |---|---|---|
 {files}
-| `truth.jsonl` | | one line per citation: `file`, `request_id`, `position` (0-based index into `citations`; citegate's citation_id is `request_id#position`), `chunk_id` as cited, `expected_reason`, `note` |
+{truth_row}
 
 Four scenarios per file (q1-q4, same questions and chunks in every format). The app's assembly: the
 top {top_k} retrieved chunks are rendered and rank 5 is dropped (LlamaIndex: its own

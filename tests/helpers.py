@@ -47,7 +47,8 @@ def render_text(template: str) -> tuple[str, str]:
     """(system-or-whole prompt, user message) as the serving layer rendered them."""
     if template == "anthropic-xml":
         docs = "".join(
-            f'  <document index="{i}">\n    <source>{cid}</source>\n    <document_content>\n{text}\n    </document_content>\n  </document>\n'
+            f'  <document index="{i}">\n    <source>{cid}</source>\n'
+            f"    <document_content>\n{text}\n    </document_content>\n  </document>\n"
             for i, (cid, text) in enumerate(RENDERED, 1)
         )
         return (

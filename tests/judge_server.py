@@ -7,8 +7,9 @@ Every complete request body that parses as a JSON object is recorded (`requests`
 `arrival_times` from time.monotonic() and `request_headers`); a body cut short (its client was killed
 mid-send) or unparseable gets a 400 and is only counted (`incomplete_requests`): it is not a call. The
 highest number of requests in flight at once is tracked (`max_in_flight`), and `stop()` closes the
-listening socket so that later requests fail with connection refused. The server has no loop of its own beyond `serve_forever` in a daemon thread; handler threads are daemons
-too, and scripted delays are cut short by `stop()`, so nothing outlives the test.
+listening socket so that later requests fail with connection refused. The server has no loop of its own
+beyond `serve_forever` in a daemon thread; handler threads are daemons too, and scripted delays are cut
+short by `stop()`, so nothing outlives the test.
 """
 
 from __future__ import annotations

@@ -345,13 +345,7 @@ def _write_undecodable_then_valid(landing: Path) -> None:
     write_lines(landing / "a.jsonl", [good(1), good(2), first, bad("twice"), good(3), good(4)])
 
 
-UNDECODABLE_SEEN_BUG = (
-    "BUG: ingest._commit_batch calls _drop_known_requests (which registers every parsed record's request_id as seen, "
-    "in the run-wide run_seen) before build_frames rejects undecodable prompts; the prompt_undecodable record stays "
-    "'seen', so a valid record with the same request_id later in the same run (same batch, later batch or another "
-    "file) is rejected as duplicate_request_id/request_id_conflict against a prompt that was never stored, with a "
-    "prompt_conflicts row pointing at the rejected line; ingested in a later run, the same record is accepted"
-)
+# an undecodable record must not claim its request id: the valid record with the same id after it is ingested
 file_case(
     "undecodable-record-then-valid-record-same-id",
     _write_undecodable_then_valid,
@@ -681,7 +675,8 @@ def _write_empty(landing: Path) -> None:
 
 def _empty_check(con) -> None:
     rows = con.sql(
-        "select status, lines_read, records_ingested, records_rejected from ingested_files where file_name = 'empty.jsonl'"
+        "select status, lines_read, records_ingested, records_rejected from ingested_files "
+        "where file_name = 'empty.jsonl'"
     ).fetchall()
     assert rows == [("complete", 0, 0, 0)]
 

@@ -29,7 +29,8 @@ def counts(warehouse):
             "citations": con.sql("select count(*), count(distinct citation_id) from citations").fetchall()[0],
             "provenance": con.sql("select count(*), count(distinct citation_id) from provenance_results").fetchall()[0],
             "ledger": con.sql(
-                "select sum(lines_read), sum(records_ingested), sum(records_rejected), bool_and(status = 'complete') from ingested_files"
+                "select sum(lines_read), sum(records_ingested), sum(records_rejected), bool_and(status = 'complete') "
+                "from ingested_files"
             ).fetchall()[0],
             "rejects": con.sql("select count(*) from ingest_rejects").fetchall()[0][0],
         }
@@ -101,7 +102,8 @@ def test_kill_during_judging_keeps_cached_calls(tmp_path, dagster_home):
         second = [r["messages"][0]["content"] for r in server.requests]
     with connect(warehouse, read_only=True) as con:
         [(judged, distinct, errors)] = con.sql(
-            "select count(*), count(distinct citation_id), count(*) filter (where verdict = 'error') from support_verdicts"
+            "select count(*), count(distinct citation_id), count(*) filter (where verdict = 'error') "
+            "from support_verdicts"
         ).fetchall()
         [(n_cache,)] = con.sql("select count(*) from judge_cache").fetchall()
     assert judged == distinct and errors == 0

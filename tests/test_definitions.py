@@ -14,6 +14,72 @@ def test_definitions_load_and_validate():
     assert job.executor_def.name == "in_process"
 
 
+ASSETS = {
+    "prompt_log",
+    "prompts",
+    "prompt_sections",
+    "retrievals",
+    "citations",
+    "ingest_rejects",
+    "answer_rejects",
+    "prompt_conflicts",
+    "ingested_files",
+    "provenance_results",
+    "support_sample",
+    "numeric_checks",
+    "support_verdicts",
+    "hand_labels",
+    "judge_calibration",
+    "support_gate_status",
+    "best_evidence",
+    "review_outcomes",
+    "citation_queue",
+    "metric_definitions",
+    "weekly_surface_metrics",
+    "weekly_breakdowns",
+    "metric_lineage",
+    "published_warehouse",
+}
+CHECKS = {
+    "ingested_files:every_line_accounted_for",
+    "prompts:prompts_match_their_sha256",
+    "provenance_results:one_row_per_citation",
+    "metric_definitions:definitions_match_lock",
+    "weekly_surface_metrics:rates_within_bounds",
+    "weekly_surface_metrics:denominators_reconcile",
+    "weekly_surface_metrics:one_definition_version_per_week",
+    "weekly_surface_metrics:pass_rate_up_while_repair_rate_down",
+    "weekly_surface_metrics:judge_differs_from_answer_model",
+    "weekly_surface_metrics:high_stakes_judge_calibrated",
+}
+
+
+def test_the_defs_folder_registers_exactly_these_definitions_once():
+    """definitions.py loads defs/ as a folder: every module's objects, none missing, none twice."""
+    d = defs()
+    graph = d.resolve_asset_graph()
+    keys = [k.to_user_string() for k in d.resolve_all_asset_keys()]
+    assert sorted(keys) == sorted(ASSETS)  # a list: a key registered twice would show
+    assert {f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys} == CHECKS
+    assert {job.name for job in d.resolve_all_job_defs()} == {"nightly_job", "__ASSET_JOB"}
+    assert [s.name for s in d.schedules or []] == ["nightly_schedule"] and not d.sensors
+    assert set(d.resources or {}) == {"warehouse", "landing", "citegate_config", "review_files", "judge"}
+    for key in graph.get_all_asset_keys():  # every asset that opens the warehouse waits for the one DuckDB slot
+        assert (graph.get(key).pools or set()) == (
+            set() if key.to_user_string() == "prompt_log" else {"citegate_duckdb"}
+        )
+
+
+def test_an_installed_wheel_loads_the_same_definitions_without_pyproject(monkeypatch):
+    """A wheel has no pyproject.toml: the defs module itself is the root, with the same result."""
+    import citegate_assets.definitions as definitions
+
+    monkeypatch.setattr(definitions, "source_checkout", lambda: None)
+    d = definitions.defs()
+    assert sorted(k.to_user_string() for k in d.resolve_all_asset_keys()) == sorted(ASSETS)
+    assert d.resolve_job_def("nightly_job").executor_def.name == "in_process"
+
+
 def test_assets_grouped_by_stage_with_descriptions():
     graph = defs().resolve_asset_graph()
     groups = {key.to_user_string(): graph.get(key).group_name for key in graph.get_all_asset_keys()}

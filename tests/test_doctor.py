@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.batch import build_frames
+from citegate_assets.lib.batch import frames_of_records
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.doctor import chunk_fits, doctor, read_landing
 from citegate_assets.lib.records import parse_line
@@ -82,9 +82,11 @@ def test_a_wrong_profile_does_not_fit_and_a_fitting_one_is_suggested(frameworks)
 
 def _frames(records: list[dict]):
     recs = [parse_line(json.dumps(r), NOW) for r in records]
-    return build_frames(
+    frames, refused = frames_of_records(
         list(enumerate(recs)), parse_config({}, None), {i: ("a.jsonl", i + 1) for i in range(len(recs))}, NOW
     )
+    assert not refused
+    return frames
 
 
 @pytest.mark.parametrize(

@@ -92,10 +92,10 @@ def _assert_equal(pipeline, guarded):
     assert g_numeric == p_numeric
 
 
-def test_guard_equals_the_pipeline_on_demo_logs(tmp_path, monkeypatch):
-    monkeypatch.setattr(loggen, "TEMPLATES_IN_RECORDS", True)  # half the records name their profile: both paths
+def test_guard_equals_the_pipeline_on_demo_logs(tmp_path):
     landing = tmp_path / "landing"
-    loggen.generate_logs(landing, days=2, requests_per_day=150, seed=23)
+    # half the records name their profile: both paths
+    loggen.generate_logs(landing, days=2, requests_per_day=150, seed=23, templates_in_records=True)
     config = load_config(PROJECT / "citegate.toml")
     pipeline = _pipeline(tmp_path, landing, config)
     assert len(pipeline[0]) > 800

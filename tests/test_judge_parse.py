@@ -29,9 +29,15 @@ def test_parse(raw, verdict):
 
 def test_template_is_the_seeds_word_for_word():
     seed = (
-        "You are checking one citation. You have no other information.\n\nPASSAGE:\n{passage_text}\n\nCLAIM:\n"
-        "{claim_sentence}\n\nDoes the PASSAGE alone entail the CLAIM?\nAnswer with exactly one word: yes, partial, or no.\n"
-        "Do not explain. Do not use outside knowledge.\nIf the PASSAGE needs other context to support the CLAIM, answer no."
+        "You are checking one citation. You have no other information.\n\n"
+        "PASSAGE:\n"
+        "{passage_text}\n\n"
+        "CLAIM:\n"
+        "{claim_sentence}\n\n"
+        "Does the PASSAGE alone entail the CLAIM?\n"
+        "Answer with exactly one word: yes, partial, or no.\n"
+        "Do not explain. Do not use outside knowledge.\n"
+        "If the PASSAGE needs other context to support the CLAIM, answer no."
     )
     assert TEMPLATE_V1 == seed and TEMPLATE_VERSION == "v1"
 

@@ -58,7 +58,8 @@ def rejects(con) -> list[tuple]:
 def assert_balanced(con) -> None:
     """The blocking check's rule, plus: the tables hold exactly the rows the ledger counts."""
     [(read, ingested, rejected)] = con.sql(
-        "select coalesce(sum(lines_read), 0), coalesce(sum(records_ingested), 0), coalesce(sum(records_rejected), 0) from ingested_files"
+        "select coalesce(sum(lines_read), 0), coalesce(sum(records_ingested), 0), coalesce(sum(records_rejected), 0) "
+        "from ingested_files"
     ).fetchall()
     assert read == ingested + rejected
     assert con.sql("select count(*) from prompts").fetchall() == [(ingested,)]
@@ -430,7 +431,8 @@ def test_disk_full_names_the_file_and_a_repeat_loses_nothing(tmp_path, landing, 
 
 
 def test_the_ledger_of_a_release_before_file_identities_is_adopted(tmp_path, config):
-    """A warehouse written by the release at 8747f80 (ledger keyed by name) is upgraded; its files are not read twice."""
+    """A warehouse written by the release at 8747f80 (ledger keyed by name) is upgraded; its files are not read
+    twice."""
     fixtures = Path(__file__).parent / "fixtures"
     db = tmp_path / "old.duckdb"
     db.write_bytes(gzip.decompress((fixtures / "warehouse-8747f80.duckdb.gz").read_bytes()))

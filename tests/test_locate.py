@@ -55,7 +55,10 @@ def test_a_short_common_start_is_not_a_truncated_chunk():
 
 
 def test_anthropic_index_hint():
-    prompt = f'<documents> <document index="1"> <source>kb-9</source> <document_content> {B} </document_content> </document> </documents>'
+    prompt = (
+        f'<documents> <document index="1"> <source>kb-9</source> <document_content> {B} '
+        "</document_content> </document> </documents>"
+    )
     got = locate_chunks(prompt, [("kb-9", B)])
     assert got.positions == {"1": "kb-9"}
 

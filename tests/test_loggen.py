@@ -7,10 +7,12 @@ import ast
 import gzip
 import json
 import re
+import subprocess
 import sys
 from collections import Counter
 from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,20 @@ except ModuleNotFoundError:  # running pytest without the project root on sys.pa
     from citegate_assets.lib.loggen import MALFORMED_KINDS, REASONS, SURFACES, generate_logs
 
 DAYS, PER_DAY, SEED = 4, 150, 11
+PACKAGE = Path(__file__).resolve().parents[1] / "citegate_assets" / "lib" / "loggen"
+# The package's modules, each importing only modules listed before it: no import cycle is possible.
+LAYERS = (
+    "vocabulary",
+    "sentences",
+    "slots",
+    "corpus",
+    "retrieval",
+    "citations",
+    "rendering",
+    "request",
+    "malformed",
+    "generator",
+)
 TEMPLATE_OF = {s.name: s.template for s in SURFACES}
 
 
@@ -145,7 +161,7 @@ def records(run):
 
 
 def test_deterministic_bytes(tmp_path):
-    kwargs = dict(days=5, requests_per_day=25, seed=3)
+    kwargs: dict[str, Any] = dict(days=5, requests_per_day=25, seed=3)
     a = generate_logs(tmp_path / "a", truth_path=tmp_path / "a.truth.jsonl", **kwargs)
     b = generate_logs(tmp_path / "b", truth_path=tmp_path / "b.truth.jsonl", **kwargs)
     assert a["files"] == b["files"]
@@ -219,7 +235,7 @@ def test_every_reason_and_claim_kind_occurs(run):
 
 
 def test_expected_reasons_hold_in_the_prompt(records):
-    checked = Counter()
+    checked: Counter[str] = Counter()
     for _, rec, truth in records:
         for cit, t in zip(citations_of(rec), truth):
             check_reason(rec, cit, t["expected_reason"])
@@ -314,3 +330,59 @@ def test_prompt_kb_pads_chunks(tmp_path):
     assert small["avg_prompt_bytes"] < 5 * 1024
     assert 0.75 * 15 * 1024 < big["avg_prompt_bytes"] < 1.25 * 15 * 1024
     assert big["malformed_lines"] == 0 and big["records"] == 30
+
+
+def test_templates_in_records_adds_the_field_and_changes_nothing_else(tmp_path):
+    kwargs: dict[str, Any] = dict(days=1, requests_per_day=60, seed=5, malformed=False)
+    plain = generate_logs(tmp_path / "plain", **kwargs)
+    named = generate_logs(tmp_path / "named", templates_in_records=True, **kwargs)
+    [name] = plain["files"]
+    named_lines = read_lines(tmp_path / "named" / name)
+    with_field, without_field = 0, []
+    for line in named_lines:
+        rec = json.loads(line)
+        if "template" in rec:
+            assert rec.pop("template") == TEMPLATE_OF[rec["surface"]]
+            with_field += 1
+        without_field.append(json.dumps(rec, ensure_ascii=False))
+    assert without_field == read_lines(tmp_path / "plain" / name)
+    assert 0.3 < with_field / len(named_lines) < 0.7
+    assert {k: v for k, v in named.items() if k != "out_dir"} == {k: v for k, v in plain.items() if k != "out_dir"}
+
+
+# ---------------------------------------------------------------- the package's import structure
+
+
+def _package_imports(module: str) -> set[str]:
+    """The package modules `module` imports; an absolute import of the package is reported as itself."""
+    found = set()
+    for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and "loggen" in (node.module or ""):
+            found.add(f"from {node.module} import")
+        elif isinstance(node, ast.Import):
+            found |= {f"import {alias.name}" for alias in node.names if "loggen" in alias.name}
+    return found
+
+
+def test_every_module_imports_only_modules_below_it():
+    assert sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__") == sorted(LAYERS)
+    for index, module in enumerate(LAYERS):
+        assert _package_imports(module) <= set(LAYERS[:index]), module
+
+
+@pytest.mark.parametrize("module", LAYERS)
+def test_each_module_imports_on_its_own_in_a_fresh_interpreter(module):
+    name = f"citegate_assets.lib.loggen.{module}"
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import {name}"], cwd=PACKAGE.parents[2], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_package_keeps_the_names_its_importers_use():
+    from citegate_assets.lib import loggen
+
+    for name in ("generate_logs", "PROMPT_KEPT_KINDS", "MALFORMED_KINDS", "REASONS", "SURFACES"):
+        assert name in loggen.__all__ and hasattr(loggen, name), name

@@ -52,20 +52,25 @@ def build(con):
     )
     con.execute("create table retrievals (request_id varchar, chunk_id varchar, rank integer, chunking varchar)")
     con.execute(
-        "create table provenance_results (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
+        "create table provenance_results "
+        "(citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
     )
     con.execute("create table numeric_checks (citation_id varchar, day date, numeric_ok boolean)")
     con.execute(
-        "create table support_verdicts (citation_id varchar, request_id varchar, day date, surface varchar, verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean)"
+        "create table support_verdicts (citation_id varchar, request_id varchar, day date, surface varchar, "
+        "verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean)"
     )
     con.execute(
-        "create table citation_queue (citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
+        "create table citation_queue "
+        "(citation_id varchar, request_id varchar, day date, surface varchar, reason varchar)"
     )
     con.execute(
-        "create table review_outcomes (citation_id varchar, outcome varchar, reviewed_at timestamptz, is_latest boolean)"
+        "create table review_outcomes "
+        "(citation_id varchar, outcome varchar, reviewed_at timestamptz, is_latest boolean)"
     )
     con.execute(
-        "create table prompts (request_id varchar, day date, prompt_raw varchar, prompt_sha256 varchar, source_file varchar, source_line bigint, logged_at timestamptz)"
+        "create table prompts (request_id varchar, day date, prompt_raw varchar, prompt_sha256 varchar, "
+        "source_file varchar, source_line bigint, logged_at timestamptz)"
     )
     ensure_schema(con)  # the metric tables
     for cid, (day, surface, reason, numeric_ok, verdict, rank, chunking) in CITATIONS.items():
@@ -109,7 +114,8 @@ def metrics_con(tmp_path):
 
 def cell(con, metric, surface, week):
     return con.sql(
-        "select numerator, denominator, value from weekly_surface_metrics where metric = $m and surface = $s and week_start = $w",
+        "select numerator, denominator, value from weekly_surface_metrics "
+        "where metric = $m and surface = $s and week_start = $w",
         params={"m": metric, "s": surface, "w": week},
     ).fetchall()[0]
 
@@ -126,7 +132,8 @@ def test_support_pass_rate_excludes_errors_and_needs_numbers(metrics_con):
 
 
 def test_end_to_end_counts_unjudged_at_the_sample_pass_rate(metrics_con):
-    # web W1: c1 1 + c2 0 + c3 0.5 (sampled out, judged rate 1/2) + c4 0 (wrong number) + c5 0 + c6 0.5 (error → unjudged)
+    # web W1: c1 1 + c2 0 + c3 0.5 (sampled out, judged rate 1/2) + c4 0 (wrong number) + c5 0
+    # + c6 0.5 (error → unjudged)
     assert cell(metrics_con, "end_to_end_pass_rate", "web", W1) == (2.0, 6, pytest.approx(2 / 6))
     assert cell(metrics_con, "end_to_end_pass_rate", "legal", W1) == (1.0, 2, 0.5)
     # stakes off: nothing judged, so the unjudged passing citation has no rate: NULL, never a guess
@@ -187,7 +194,8 @@ def test_reconcile_and_bounds_fail_when_they_should(metrics_con):
     )
     assert len(query(metrics_con, "metric_tables/check_bounds").fetchall()) == 1
     metrics_con.execute(
-        "update weekly_surface_metrics set definition_version = 2 where metric = 'support_pass_rate' and surface = 'web' and week_start = '2026-11-02'"
+        "update weekly_surface_metrics set definition_version = 2 "
+        "where metric = 'support_pass_rate' and surface = 'web' and week_start = '2026-11-02'"
     )
     assert query(metrics_con, "metric_tables/check_versions").fetchall()[0][1] == "support_pass_rate"
 

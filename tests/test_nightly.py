@@ -68,8 +68,7 @@ def assert_published(warehouse):
 def assert_every_check_passed(instance, run_id):
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION).records
     evaluations = {
-        r.event_log_entry.dagster_event.event_specific_data.check_name: r.event_log_entry.dagster_event.event_specific_data.passed
-        for r in records
+        data.check_name: data.passed for data in (r.event_log_entry.dagster_event.event_specific_data for r in records)
     }
     assert {"denominators_reconcile", "rates_within_bounds", "every_line_accounted_for", "one_row_per_citation"} <= set(
         evaluations
@@ -174,7 +173,8 @@ def test_reconcile_counts_gated_days_only(nightly):
         assert query(con, "metric_tables/check_reconcile").fetchall() == []  # today's 16 citations are not gated
         # a citation of a gated day without its provenance row still fails the check
         con.execute(
-            "insert into citations select * replace ('y-0#99' as citation_id, 99 as position) from citations where citation_id = 'y-0#0'"
+            "insert into citations select * replace ('y-0#99' as citation_id, 99 as position) from citations "
+            "where citation_id = 'y-0#0'"
         )
         [(_, _, metric, denominator, expected)] = [
             r for r in query(con, "metric_tables/check_reconcile").fetchall() if r[2] == "provenance_pass_rate"

@@ -44,7 +44,8 @@ def test_nightly_job_end_to_end(tmp_path, landing, dagster_home):
         ]
         # every provenance row joins back to its citation and its prompt
         assert con.sql(
-            "select count(*) from provenance_results r join citations c using (citation_id) join prompts p on p.request_id = c.request_id"
+            "select count(*) from provenance_results r join citations c using (citation_id) "
+            "join prompts p on p.request_id = c.request_id"
         ).fetchall() == [(n_records * len(CITATIONS),)]
     # the materializations carry row counts per partition and the blocking checks passed
     mats = {

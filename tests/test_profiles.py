@@ -61,7 +61,8 @@ def test_ok_offsets_point_at_the_span_inside_the_cited_section(template, encodin
     check_provenance(con, DAY, date(2026, 11, 3))
     rows = con.sql(
         """
-        select r.citation_id, substr(p.prompt_normalized, r.found_start + 1, r.found_end - r.found_start), c.span_normalized,
+        select r.citation_id, substr(p.prompt_normalized, r.found_start + 1, r.found_end - r.found_start),
+               c.span_normalized,
                s.body_start <= r.found_start and r.found_end <= s.body_end
         from provenance_results r
         join citations c on c.citation_id = r.citation_id

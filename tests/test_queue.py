@@ -59,8 +59,10 @@ def test_every_failing_citation_is_queued_once_with_its_reason(demo):
             warehouse,
             """
             select r.citation_id,
-                   case when v.verdict = 'unparseable' then 'judge_unparseable' when v.verdict = 'no' then 'support_no'
-                        when v.verdict = 'partial' then 'support_partial' when not n.numeric_ok then 'numeric_mismatch' end
+                   case when v.verdict = 'unparseable' then 'judge_unparseable'
+                        when v.verdict = 'no' then 'support_no'
+                        when v.verdict = 'partial' then 'support_partial'
+                        when not n.numeric_ok then 'numeric_mismatch' end
             from provenance_results r
             join numeric_checks n using (citation_id)
             left join support_verdicts v using (citation_id)
@@ -105,7 +107,8 @@ def test_each_entry_carries_what_a_reviewer_needs(demo):
     causes = dict(
         rows(
             warehouse,
-            "select reason, list(distinct best_evidence_cause) from citation_queue where reason like 'support%' group by 1",
+            "select reason, list(distinct best_evidence_cause) from citation_queue "
+            "where reason like 'support%' group by 1",
         )
     )
     assert all(None not in c or True for c in causes.values())
@@ -161,13 +164,15 @@ def test_review_round_trip_changes_status_and_feeds_calibration(demo, capsys):
     ]
     [(label, labeller, claim_matches)] = rows(
         warehouse,
-        f"""select h.label, h.labeller, h.claim = q.claim from hand_labels h join review_outcomes o on h.label_id = 'review:' || o.review_id
+        f"""select h.label, h.labeller, h.claim = q.claim
+            from hand_labels h join review_outcomes o on h.label_id = 'review:' || o.review_id
             join citation_queue q on q.citation_id = o.citation_id where o.citation_id = '{accepted}'""",
     )
     assert (label, labeller, claim_matches) == ("yes", "tester", True)
     assert rows(
         warehouse,
-        "select cause, entries from (select cause, count(*) as entries from review_outcomes where is_latest and outcome = 'escalate' group by 1)",
+        "select cause, entries from (select cause, count(*) as entries from review_outcomes "
+        "where is_latest and outcome = 'escalate' group by 1)",
     ) == [("truncation", 1)]
     # re-materializing keeps every entry once and its status
     before = rows(
@@ -178,7 +183,8 @@ def test_review_round_trip_changes_status_and_feeds_calibration(demo, capsys):
     assert (
         rows(
             warehouse,
-            "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') from citation_queue",
+            "select count(*), count(distinct citation_id), count(*) filter (where status <> 'open') "
+            "from citation_queue",
         )
         == before
     )

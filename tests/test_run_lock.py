@@ -17,6 +17,11 @@ from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import scenario_record, write_jsonl
 
+# takes the run lock and lets it go at once: fails while another process holds it
+PROBE = (
+    "import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({warehouse!r})): pass"
+)
+
 
 def hold_lock(warehouse, seconds):
     """Another process holding the run lock (as a running `citegate run` does)."""
@@ -89,7 +94,7 @@ def test_the_lock_is_reentrant_in_one_process_and_released_by_the_outermost(tmp_
             [
                 sys.executable,
                 "-c",
-                f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass",
+                PROBE.format(warehouse=str(warehouse)),
             ],
             capture_output=True,
             text=True,
@@ -183,7 +188,7 @@ def test_a_run_holds_the_lock_from_its_first_step_to_its_last(tmp_path, landing,
             [
                 sys.executable,
                 "-c",
-                f"import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({str(warehouse)!r})): pass",
+                PROBE.format(warehouse=str(warehouse)),
             ],
             capture_output=True,
             text=True,

@@ -61,3 +61,16 @@ def test_sql_key_equals_python_key_and_rerun_is_identical(sampled):
         assert key == pytest.approx(sample_key(citation_id), abs=1e-12)
     select_sample(sampled, START, END, CONFIG)
     assert sampled.sql("select citation_id, sample_key, selected from support_sample order by 1").fetchall() == first
+
+
+def test_every_surface_seen_gets_its_policy_once(sampled):
+    """The default policy is applied in one place (Config.surface); SQL joins the complete table it makes."""
+    from citegate_assets.lib.policies import registered_policies
+
+    with registered_policies(sampled, CONFIG, START, END) as frame:
+        assert frame.select("surface", "stakes", "sample_rate").rows() == [
+            ("chat", "low", 0.3),  # not listed: the default policy under its own name
+            ("legal", "high", 0.1),
+            ("search", "off", 0.1),
+        ]
+        assert sampled.sql("select count(*) from surface_policies").fetchall() == [(3,)]

@@ -12,7 +12,13 @@ import duckdb
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.defs.resources import WarehouseResource
+from citegate_assets.defs.resources import (
+    CitegateConfigResource,
+    LandingResource,
+    ReviewFilesResource,
+    WarehouseResource,
+    run_config_for,
+)
 from citegate_assets.lib import settings as where
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.loggen import generate_logs
@@ -108,29 +114,63 @@ def test_builtin_config_sentinel_and_missing_or_broken_config(tmp_path):
         where.resolve(env={"CITEGATE_CONFIG": str(tmp_path / "bad.toml")}, cwd=tmp_path)
 
 
+def _resources(run_config: dict | None = None):
+    """The resources as a run builds them from its run config (empty: the nightly schedule's runs)."""
+    config = {key: value["config"] for key, value in (run_config or {}).items()}
+    return (
+        WarehouseResource(**config.get("warehouse", {})),
+        LandingResource(**config.get("landing", {})),
+        CitegateConfigResource(**config.get("citegate_config", {})),
+        ReviewFilesResource(**config.get("review_files", {})),
+    )
+
+
 def test_resource_uses_exactly_what_was_resolved(tmp_path, clean_env, monkeypatch):
     s = where.resolve(
         warehouse=tmp_path / "w.duckdb", landing=tmp_path / "in", config=where.BUILTIN_CONFIG, cwd=tmp_path
     )
     # the environment changes after the CLI resolved: the run still uses what was printed
-    monkeypatch.setenv("CITEGATE_REVIEWS", str(tmp_path / "other"))
+    for name in ALL_ENV:
+        monkeypatch.setenv(name, str(tmp_path / "other" / name))
     monkeypatch.setenv("CITEGATE_CONFIG", str(tmp_path / "missing.toml"))
-    r = WarehouseResource(**s.resource_config())
-    got = r.settings()
-    for name in where.NAMES[:-1]:  # the Dagster home is the instance's, not the resource's
-        assert getattr(got, name) == getattr(s, name), name
-    assert r.config().path is None and r.reviews() == s.reviews and r.published_path() == s.published
+    warehouse, landing, config, review_files = _resources(run_config_for(s, final_read=True))
+    assert warehouse.database_path() == s.warehouse and warehouse.published_path() == s.published
+    assert landing.path() == s.landing and landing.final_read
+    assert config.config_path() is None and config.config().path is None
+    assert review_files.reviews_path(warehouse, config) == s.reviews
+    assert review_files.labels_path(warehouse, config) == s.labels
 
 
 def test_the_nightly_resource_resolves_from_the_environment(tmp_path, clean_env, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CITEGATE_WAREHOUSE", "w/n.duckdb")
     monkeypatch.setenv("CITEGATE_PUBLISHED", str(tmp_path / "pub.duckdb"))
-    r = WarehouseResource()
-    assert r.database_path() == (tmp_path / "w" / "n.duckdb").resolve()
-    assert r.published_path() == (tmp_path / "pub.duckdb").resolve()
-    assert r.reviews() == (tmp_path / "w" / "n.reviews").resolve()
-    assert r.landing_path() == (tmp_path / "data" / "landing").resolve()
+    warehouse, landing, config, review_files = _resources()
+    assert warehouse.database_path() == (tmp_path / "w" / "n.duckdb").resolve()
+    assert warehouse.published_path() == (tmp_path / "pub.duckdb").resolve()
+    assert review_files.reviews_path(warehouse, config) == (tmp_path / "w" / "n.reviews").resolve()
+    assert landing.path() == (tmp_path / "data" / "landing").resolve() and not landing.final_read
+
+
+@pytest.mark.parametrize("name", ["landing", "warehouse", "published", "reviews", "labels", "config"])
+def test_each_resource_resolves_like_the_cli(name, tmp_path, clean_env, monkeypatch):
+    """Whatever mix of environment variables and citegate.toml is in force, the unconfigured resources (the
+    nightly schedule's runs) resolve every path the CLI would print: one precedence, lib/settings.py."""
+    cwd = _folder(tmp_path, config_keys=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv(where.ENV[name], str(tmp_path / "from-env"))
+    if name == "config":
+        monkeypatch.setenv("CITEGATE_CONFIG", "conf/c.toml")  # its reviews and labels count, relative to it
+    s = where.resolve()
+    warehouse, landing, config, review_files = _resources()
+    assert (warehouse.database_path(), warehouse.published_path(), landing.path(), config.config_path()) == (
+        s.warehouse,
+        s.published,
+        s.landing,
+        s.config,
+    )
+    assert review_files.reviews_path(warehouse, config) == s.reviews
+    assert review_files.labels_path(warehouse, config) == s.labels
 
 
 def test_the_demo_from_the_project_folder_uses_the_project_labels():

@@ -73,7 +73,8 @@ def test_judges_only_passing_citations_through_the_server(setup):
     with connect(warehouse, read_only=True) as con:
         ok = con.sql("select count(*) from provenance_results where reason = 'ok'").fetchall()[0][0]
         verdicts = con.sql(
-            "select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit from support_verdicts order by 1"
+            "select citation_id, verdict, raw_answer, support_pass, judge_model, cache_hit "
+            "from support_verdicts order by 1"
         ).fetchall()
         bodies = {
             b

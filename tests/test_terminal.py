@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from citegate_assets.cli import calibration_report, main, summarize
+from citegate_assets.cli import main
+from citegate_assets.lib.report_view import calibration_report, summarize
 from citegate_assets.lib.reporting import markdown_table, text_table
 from citegate_assets.lib.reviews import read_reviews
 from citegate_assets.lib.terminal import ESCAPED_CATEGORIES, ident, quote, safe

@@ -1,7 +1,5 @@
 """Support stage, calibration: hand labels, the judge's false pass rate on them, and which gates are enforced."""
 
-from datetime import datetime, timezone
-
 import dagster as dg
 import polars as pl
 
@@ -10,33 +8,38 @@ from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
 from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
+from .asset_defaults import DUCKDB_POOL
+from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["review_outcomes"], pool=DUCKDB_POOL)
-def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """Hand-labelled (claim, passage) pairs: the labels folder plus reviewers' accepts (label yes); bad rows go to label_rejects."""
-    config = warehouse.config()
-    path = warehouse.labels(config)
+def hand_labels(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    review_files: ReviewFilesResource,
+) -> dg.MaterializeResult:
+    """Hand-labelled (claim, passage) pairs: the labels folder plus reviewers' accepts (label yes);
+    bad rows go to label_rejects."""
+    path = review_files.labels_path(warehouse, citegate_config)
     if path.exists():
         labels, rejects = read_labels(path)
     else:  # no labels yet: every support gate is reported uncalibrated, the nightly run goes on
         context.log.warning(f"{path}: no hand labels found; support gates stay uncalibrated")
         labels, rejects = read_labels_empty()
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     with warehouse.connect() as con:
         accepted = query(con, "support/accepted_reviews").pl()
     if accepted.height:
         labels = pl.concat([labels, accepted.select(labels.columns)])
     with warehouse.connect() as con, transaction(con):
-        con.register(
-            "new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow()
-        )
+        con.register("new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=UTC_TIMESTAMP)).to_arrow())
         con.register(
             "new_label_rejects",
-            rejects.with_columns(rejected_at=pl.lit(now, dtype=pl.Datetime("us", "UTC"))).to_arrow(),
+            rejects.with_columns(rejected_at=pl.lit(now, dtype=UTC_TIMESTAMP)).to_arrow(),
         )
         run_script(con, "support/replace_labels")
         con.unregister("new_labels")
@@ -58,24 +61,28 @@ def hand_labels(context: dg.AssetExecutionContext, warehouse: WarehouseResource)
 
 @dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=[hand_labels], pool=DUCKDB_POOL)
 def judge_calibration(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """The configured judge on the hand labels (through the cache): confusion matrix and false pass rate with its 95% interval."""
-    config = warehouse.config()
+    """The configured judge on the hand labels (through the cache): confusion matrix and false pass rate
+    with its 95% interval."""
+    config = citegate_config.config()
     the_judge = judge.build(config)
     with warehouse.connect() as con:
-        labels = con.sql("select label_id, label, passage_normalized, claim_normalized from hand_labels").pl()
+        labels = query(con, "support/calibration_labels").pl()
     items = labels.select(item_id="label_id", passage="passage_normalized", claim="claim_normalized")
     results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
     pairs = labels.select("label_id", human_label="label").join(
         results.select(label_id="item_id", judge_verdict="verdict"), on="label_id"
     )
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     cal = config.calibration
     summary = pl.DataFrame(false_pass_summary(pairs, cal.false_pass_threshold, cal.min_negatives)).with_columns(
         judge_model=pl.lit(the_judge.model),
         template_version=pl.lit(TEMPLATE_VERSION),
-        computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
+        computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
     )
     matrix = confusion(pairs).with_columns(
         judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION)
@@ -113,22 +120,22 @@ def judge_calibration(
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration], pool=DUCKDB_POOL)
 def support_gate_status(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not."""
-    config = warehouse.config()
+    config = citegate_config.config()
     model = judge.build(config).model
     with warehouse.connect() as con:
-        rel = con.sql(
-            "select * from judge_calibration where judge_model = $m and template_version = $v",
-            params={"m": model, "v": TEMPLATE_VERSION},
-        )
+        rel = query(con, "support/calibration_of_judge", {"judge_model": model, "template_version": TEMPLATE_VERSION})
         cols, rows = rel.columns, rel.fetchall()
-        seen = [s for (s,) in con.sql("select distinct surface from citations order by 1").fetchall()]
+        seen = [s for (s,) in query(con, "support/cited_surfaces").fetchall()]
     summary = [dict(zip(cols, r)) for r in rows]
     names = [n for n in config.surfaces if n != "default"] + [s for s in seen if s not in config.surfaces]
     status = gate_status([(n, config.surface(n).stakes) for n in names], summary)
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     schema = {
         "surface": pl.String,
         "stakes": pl.String,
@@ -140,10 +147,10 @@ def support_gate_status(
     frame = pl.DataFrame(status, schema=schema).with_columns(
         judge_model=pl.lit(model),
         template_version=pl.lit(TEMPLATE_VERSION),
-        computed_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
+        computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
     )
     with warehouse.connect() as con, transaction(con):
-        con.execute("delete from support_gate_status")
+        run_script(con, "support/delete_gate_status")
         append_frame(con, "support_gate_status", frame)
     return dg.MaterializeResult(
         metadata={

@@ -1,19 +1,24 @@
 """Ingest stage: the prompt log (landing folder) into the warehouse's append-only tables."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.warehouse import query
+from citegate_assets.lib.timestamps import utc_now
+from citegate_assets.lib.warehouse import query, run_script
 
-from .partitions import daily_partitions, partition_days, row_count_metadata
-from .resources import DUCKDB_POOL, WarehouseResource
+from .asset_defaults import DAILY, DUCKDB_POOL
+from .partitions import partition_days, row_count_metadata
+from .resources import CitegateConfigResource, LandingResource, WarehouseResource
 
 prompt_log = dg.AssetSpec(
     "prompt_log",
-    description="Logged model calls (citegate-log/1 JSONL, optionally gzipped) in the landing folder; written by the RAG product.",
+    description="Logged model calls (citegate-log/1 JSONL, optionally gzipped) in the landing folder; "
+    "written by the RAG product.",
     group_name="ingest",
     kinds={"json"},
 )
@@ -24,7 +29,8 @@ INGEST_TABLES = {
     "retrievals": "What retrieval returned for each call, before prompt assembly, and whether it reached the prompt.",
     "citations": "Each structured citation (chunk id, verbatim span, claim); citation_id = request_id#position.",
     "ingest_rejects": "Lines or files that could not be ingested, with file, line, raw text and a reason code.",
-    "answer_rejects": "Answers whose citations field does not parse (their prompt is still stored), with a reason code.",
+    "answer_rejects": "Answers whose citations field does not parse (their prompt is still stored), "
+    "with a reason code.",
     "prompt_conflicts": "Second records under a known request_id with a different prompt; the first is kept.",
     "ingested_files": "Ledger of landing files: lines read, records ingested and rejected, status.",
 }
@@ -44,16 +50,19 @@ INGEST_CHECK = "every_line_accounted_for"
             description="For every landing file: lines read = records ingested + records rejected.",
         )
     ],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    pool=DUCKDB_POOL,
+    **DAILY,
 )
-def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+def ingest_prompt_log(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    landing: LandingResource,
+    citegate_config: CitegateConfigResource,
+) -> Iterator[dg.MaterializeResult]:
     """Ingest new landing files: validate, normalize each prompt once, append; bad lines become reject rows."""
     start, end = partition_days(context)
-    config = warehouse.config()
-    landing = warehouse.landing_path()
-    context.log.info(f"ingesting {landing} into {warehouse.database_path()}")
+    config = citegate_config.config()
+    folder = landing.path()
+    context.log.info(f"ingesting {folder} into {warehouse.database_path()}")
 
     def progress(file_name: str, lines: int, nbytes: int) -> None:
         context.log.info(
@@ -61,13 +70,12 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         )  # names come from the landing folder
 
     with warehouse.connect() as con:
-        summary = ingest_landing(con, landing, config, progress=progress, final=warehouse.final_read)
+        summary = ingest_landing(con, folder, config, progress=progress, final=landing.final_read)
+        # the prompt log never shrinks: prompts_match_their_sha256 compares later counts with these
+        run_script(con, "ingest/record_prompt_count", {"recorded_at": utc_now()})
         counts = dict(query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall())
         reject_reasons = query(con, "ingest/reject_reasons", {"start": start, "end": end}).pl()
-        unbalanced = con.sql(
-            "select file_name, lines_read, records_ingested, records_rejected from ingested_files "
-            "where lines_read <> records_ingested + records_rejected"
-        ).pl()
+        unbalanced = query(con, "ingest/unbalanced_files").pl()
         preview = query(con, "ingest/prompts_preview", {"start": start, "end": end}).pl()
     outside = sorted(d.isoformat() for d in summary.days if not start <= d < end)
     run_facts = {
@@ -113,11 +121,10 @@ def ingest_prompt_log(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     "stored prompts never goes down (the prompt log is immutable).",
 )
 def prompts_match_their_sha256(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    # read-only, like every check: ingest_prompt_log records the count after each ingest
     with warehouse.connect() as con:
         tampered = query(con, "metric_tables/check_prompt_hashes").pl()
-        [(stored,)] = con.sql("select count(*) from prompts").fetchall()
-        [(most,)] = con.sql("select coalesce(max(prompts), 0) from prompt_count_history").fetchall()
-        con.execute("insert into prompt_count_history values (now(), $n)", {"n": stored})
+        [(stored, most)] = query(con, "ingest/prompt_count").fetchall()
     ids = tampered["request_id"].to_list()
     problems = []
     if ids:

@@ -1,8 +1,7 @@
 """Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks
 that keep them honest, and the published warehouse for the data team (SPEC sections 9-10)."""
 
-from datetime import datetime, timezone
-from pathlib import Path
+from collections.abc import Iterator
 
 import dagster as dg
 import polars as pl
@@ -11,11 +10,12 @@ from citegate_assets.lib.chart import png_data_uri, rates_chart_png
 from citegate_assets.lib.metrics import HEADLINE, compute_metrics, load_definitions, lock_problems, read_lock
 from citegate_assets.lib.publish import publish_copy
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.warehouse import append_frame, query, transaction
+from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
+from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .resources import DUCKDB_POOL, WarehouseResource
+from .asset_defaults import DUCKDB_POOL
+from .resources import WarehouseResource
 
-UTC = pl.Datetime("us", "UTC")
 LOCK_CHECK = "definitions_match_lock"
 BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
 PASS_UP_REPAIR_DOWN, SAME_MODEL, UNCALIBRATED = (
@@ -34,16 +34,18 @@ PASS_UP_REPAIR_DOWN, SAME_MODEL, UNCALIBRATED = (
             LOCK_CHECK,
             asset="metric_definitions",
             blocking=True,
-            description="Every definition's text matches the sha256 pinned for its (name, version) in sql/metrics/metrics.lock.json.",
+            description="Every definition's text matches the sha256 pinned for its (name, version) in "
+            "sql/metrics/metrics.lock.json.",
         )
     ],
 )
 def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """The metric definitions in force (sql/metrics/*.sql): name, version, description, numerator and denominator in words."""
+    """The metric definitions in force (sql/metrics/*.sql): name, version, description, numerator and
+    denominator in words."""
     definitions = load_definitions()
     lock = read_lock()
     problems = lock_problems(definitions, lock)
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     frame = pl.DataFrame(
         [
             {
@@ -61,9 +63,9 @@ def metric_definitions(context: dg.AssetExecutionContext, warehouse: WarehouseRe
             for d in definitions
         ],
         schema_overrides={"version": pl.Int32},
-    ).with_columns(recorded_at=pl.lit(now, dtype=UTC))
+    ).with_columns(recorded_at=pl.lit(now, dtype=UTC_TIMESTAMP))
     with warehouse.connect() as con, transaction(con):
-        con.execute("delete from metric_definitions")
+        run_script(con, "metric_tables/delete_definitions")
         append_frame(con, "metric_definitions", frame)
     for p in problems:
         context.log.error(p)
@@ -120,7 +122,8 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             "weekly_surface_metrics",
             group_name="metrics",
             kinds={"duckdb"},
-            description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, denominator and definition version.",
+            description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, "
+            "denominator and definition version.",
             # support_gate_status: the uncalibrated-judge check reads it, so it must be this run's, not last night's
             deps=[
                 metric_definitions,
@@ -136,14 +139,16 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             "weekly_breakdowns",
             group_name="metrics",
             kinds={"duckdb"},
-            description="Weekly support rate by chunking strategy and by retrieval rank, queue volume by reason, judge errors.",
+            description="Weekly support rate by chunking strategy and by retrieval rank, queue volume by reason, "
+            "judge errors.",
             deps=[metric_definitions, "support_verdicts", "retrievals", "citation_queue"],
         ),
         dg.AssetSpec(
             "metric_lineage",
             group_name="metrics",
             kinds={"duckdb"},
-            description="Row-level lineage: for each (week, surface, metric), the citations in its denominator and their share of the numerator.",
+            description="Row-level lineage: for each (week, surface, metric), the citations in its denominator "
+            "and their share of the numerator.",
             deps=[metric_definitions, "provenance_results", "support_verdicts", "citation_queue"],
         ),
     ],
@@ -165,10 +170,10 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
     ],
     pool=DUCKDB_POOL,
 )
-def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> Iterator[dg.MaterializeResult]:
     """Weekly per-surface metrics from the preregistered definitions, with their row-level lineage."""
     definitions = load_definitions()
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     with warehouse.connect() as con:
         with transaction(con):
             compute_metrics(con, definitions, now)
@@ -177,13 +182,10 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         unreconciled = query(con, "metric_tables/check_reconcile").pl()
         mixed = query(con, "metric_tables/check_versions").pl()
         warning = query(con, "metric_tables/check_pass_up_repair_down").pl()
-        [(same_model,)] = con.sql("select count(*) from support_verdicts where judge_is_answer_model").fetchall()
-        uncalibrated = con.sql(
-            "select surface, why from support_gate_status where stakes = 'high' and status = 'uncalibrated'"
-        ).pl()
-        [(n_breakdowns,)] = con.sql("select count(*) from weekly_breakdowns").fetchall()
-        [(n_lineage,)] = con.sql("select count(*) from metric_lineage").fetchall()
-    chart = rates_chart_png(metrics, Path(warehouse.database_path()).with_name("weekly_rates.png"))
+        [(same_model,)] = query(con, "metric_tables/check_same_model").fetchall()
+        uncalibrated = query(con, "metric_tables/check_uncalibrated").pl()
+        [(n_breakdowns, n_lineage)] = query(con, "metric_tables/row_counts").fetchall()
+    chart = rates_chart_png(metrics, warehouse.database_path().with_name("weekly_rates.png"))
     latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(
         on="metric", index="surface", values="value"
     )
@@ -193,7 +195,8 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             check_name=BOUNDS,
             passed=out_of_bounds.is_empty(),
             metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))},
-            description=f"{out_of_bounds.height} rates out of bounds (outside [0, 1], or a numerator above its denominator)"
+            description=f"{out_of_bounds.height} rates out of bounds "
+            "(outside [0, 1], or a numerator above its denominator)"
             if out_of_bounds.height
             else "every rate in [0, 1]",
         ),
@@ -201,7 +204,8 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             check_name=RECONCILE,
             passed=unreconciled.is_empty(),
             metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))},
-            description=f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream count of the gated days"
+            description=f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream "
+            "count of the gated days"
             if unreconciled.height
             else "every denominator equals its upstream count (gated days)",
         ),
@@ -256,7 +260,8 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     pool=DUCKDB_POOL,
 )
 def published_warehouse(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """A read-only copy of the warehouse for the data team, swapped in atomically: an open analyst session never blocks the nightly run."""
+    """A read-only copy of the warehouse for the data team, swapped in atomically: an open analyst session
+    never blocks the nightly run."""
     target = warehouse.published_path()
     facts = publish_copy(warehouse.database_path(), target)
     context.log.info(f"published {facts['tables']} tables to {target}")

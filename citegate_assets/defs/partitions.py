@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 
 import dagster as dg
 
 from citegate_assets.lib.records import EARLIEST_DAY
+from citegate_assets.lib.timestamps import utc_now
 
 FIRST_DAY_ENV = "CITEGATE_FIRST_DAY"
 
@@ -18,7 +19,7 @@ def first_partition_day(env: dict | None = None, today: date | None = None) -> d
     they are gated only once CITEGATE_FIRST_DAY reaches back to them, in the CLI and in `dagster dev` alike."""
     raw = (os.environ if env is None else env).get(FIRST_DAY_ENV, "").strip()
     if not raw:
-        today = today or datetime.now(timezone.utc).date()
+        today = today or utc_now().date()
         return date(today.year - 1, 1, 1)
     try:
         day = date.fromisoformat(raw)

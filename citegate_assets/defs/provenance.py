@@ -8,8 +8,9 @@ from citegate_assets.lib.provenance import check_provenance
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.warehouse import query
 
-from .partitions import daily_partitions, partition_days, row_count_metadata
-from .resources import DUCKDB_POOL, WarehouseResource
+from .asset_defaults import DAILY
+from .partitions import partition_days, row_count_metadata
+from .resources import WarehouseResource
 
 COVERAGE_CHECK = "one_row_per_citation"
 
@@ -18,9 +19,7 @@ COVERAGE_CHECK = "one_row_per_citation"
     group_name="provenance",
     kinds={"duckdb"},
     deps=["citations", "prompts", "prompt_sections", "retrievals"],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    pool=DUCKDB_POOL,
+    **DAILY,
     check_specs=[
         dg.AssetCheckSpec(
             COVERAGE_CHECK,

@@ -1,4 +1,10 @@
-"""Where the warehouse, the landing folder and citegate.toml live; connections open only inside assets."""
+"""The resources, one per external thing: the warehouse file, the landing folder, citegate.toml, the files
+reviewers write, the judge endpoint. Connections open only inside assets.
+
+Each resource holds only its own paths as strings; an empty one is resolved by lib/settings.py, the one
+place that implements the precedence (the run config, which the CLI fills with what it resolved and printed,
+then the environment, then citegate.toml, then the default beside the warehouse or in the current directory).
+No field is a dg.EnvVar: see docs/decisions.md, "Resources"."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -14,65 +21,25 @@ import duckdb
 from citegate_assets.lib.config import Config, load_config, parse_config
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
-from citegate_assets.lib.settings import Settings
-from citegate_assets.lib.settings import resolve as resolve_settings
+from citegate_assets.lib.runlock import run_lock
+from citegate_assets.lib.settings import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
-DUCKDB_POOL = "citegate_duckdb"
+LOCK_WAIT_ENV = "CITEGATE_LOCK_WAIT_S"
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """The DuckDB warehouse file, the landing folder of logged prompts, the citegate.toml in force, the
-    published copy, the reviews log and the hand labels.
-
-    Every path is resolved by citegate_assets.lib.settings, the one place that does it: a non-empty
-    field here counts as the flag (the CLI fills every field with what it resolved and printed), then
-    the environment (CITEGATE_WAREHOUSE, CITEGATE_LOGS, CITEGATE_CONFIG, CITEGATE_PUBLISHED,
-    CITEGATE_REVIEWS, CITEGATE_LABELS), then the config file, then the defaults relative to the
-    current directory (the nightly schedule under `dagster dev` resolves this way).
-    """
+    """The DuckDB warehouse file (CITEGATE_WAREHOUSE) and its published copy for the data team
+    (CITEGATE_PUBLISHED, default beside it). Every run that uses it holds its run lock from start to end."""
 
     database: str = ""
-    landing_folder: str = ""
-    config_file: str = ""  # "<built-in>": the built-in defaults, no file
     published: str = ""
-    labels_path: str = ""
-    reviews_path: str = ""
-    # `citegate run --final`: every landing file counts as finished, its unterminated last line included
-    final_read: bool = False
-
-    def settings(self) -> Settings:
-        return resolve_settings(
-            config=self.config_file or None,
-            landing=self.landing_folder or None,
-            warehouse=self.database or None,
-            published=self.published or None,
-            reviews=self.reviews_path or None,
-            labels=self.labels_path or None,
-            given_as="the resource config",
-        )
-
-    def reviews(self, config: Config | None = None) -> Path:
-        """The reviews log folder (see lib/settings.py for the precedence)."""
-        return self.settings().reviews
-
-    def labels(self, config: Config | None = None) -> Path:
-        """Hand labels, a file or a folder (see lib/settings.py for the precedence)."""
-        return self.settings().labels
 
     def database_path(self) -> Path:
-        return self.settings().warehouse
+        return resolve_top("warehouse", self.database)
 
     def published_path(self) -> Path:
-        """The data team's read-only copy."""
-        return self.settings().published
-
-    def landing_path(self) -> Path:
-        return self.settings().landing
-
-    def config(self) -> Config:
-        path = self.settings().config
-        return load_config(path) if path else parse_config({}, None)  # never load_config(None): it would look again
+        return resolve_beside("published", self.published, warehouse=self.database_path(), config=None)
 
     def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return _connect_with_schema(self.database_path())
@@ -83,22 +50,61 @@ class WarehouseResource(dg.ConfigurableResource):
         runs the daemon launches as well as `citegate run` and `citegate calibrate` (re-entrant there).
         Resources are set up once per run by the in-process executor, before any step claims a pool slot.
         A run that finds the lock held waits CITEGATE_LOCK_WAIT_S seconds (default 0), then fails naming the holder."""
-        from citegate_assets.lib.runlock import run_lock
+        wait_s = float(os.environ.get(LOCK_WAIT_ENV) or 0)
+        log = context.log
 
-        wait_s = float(os.environ.get("CITEGATE_LOCK_WAIT_S") or 0)
-        on_wait = lambda holder: context.log.info(
-            f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})"
-        )  # noqa: E731
-        hint = "this run stops; run it again when that one ends (CITEGATE_LOCK_WAIT_S=SECONDS makes runs wait)"
+        def on_wait(holder: str) -> None:
+            if log is not None:
+                log.info(f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})")
+
+        hint = f"this run stops; run it again when that one ends ({LOCK_WAIT_ENV}=SECONDS makes runs wait)"
         with run_lock(self.database_path(), wait_s=wait_s, on_wait=on_wait, hint=hint):
             yield self
 
 
-class JudgeResource(dg.ConfigurableResource):
-    """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL / _API_KEY.
+class LandingResource(dg.ConfigurableResource):
+    """The landing folder the RAG product writes its prompt logs into (CITEGATE_LOGS)."""
 
-    No endpoint configured: the offline deterministic judge citegate-heuristic-v1.
-    """
+    folder: str = ""
+    # `citegate run --final`: every landing file counts as finished, its unterminated last line included
+    final_read: bool = False
+
+    def path(self) -> Path:
+        return resolve_top("landing", self.folder)
+
+
+class CitegateConfigResource(dg.ConfigurableResource):
+    """citegate.toml (CITEGATE_CONFIG, else ./citegate.toml if present): surfaces, templates, judge,
+    calibration and queue settings. "<built-in>" means the built-in defaults, no file."""
+
+    config_file: str = ""
+
+    def config_path(self) -> Path | None:
+        return resolve_config(self.config_file)
+
+    def config(self) -> Config:
+        path = self.config_path()
+        return load_config(path) if path else parse_config({}, None)  # never load_config(None): it would look again
+
+
+class ReviewFilesResource(dg.ConfigurableResource):
+    """What people write for a warehouse: the append-only reviews log folder (CITEGATE_REVIEWS) and the hand
+    labels, a file or a folder (CITEGATE_LABELS). citegate.toml may name them ([queue].reviews,
+    [calibration].labels); by default they sit beside the warehouse they belong to."""
+
+    reviews: str = ""
+    labels: str = ""
+
+    def reviews_path(self, warehouse: WarehouseResource, config: CitegateConfigResource) -> Path:
+        return resolve_beside("reviews", self.reviews, warehouse=warehouse.database_path(), config=config.config_path())
+
+    def labels_path(self, warehouse: WarehouseResource, config: CitegateConfigResource) -> Path:
+        return resolve_beside("labels", self.labels, warehouse=warehouse.database_path(), config=config.config_path())
+
+
+class JudgeResource(dg.ConfigurableResource):
+    """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL, and the API key
+    from the variable [judge].api_key_env names. No endpoint configured: the offline judge citegate-heuristic-v1."""
 
     base_url: str = ""  # when set, overrides the file and the environment
     model: str = ""
@@ -108,6 +114,33 @@ class JudgeResource(dg.ConfigurableResource):
         if self.base_url or self.model:
             cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
         return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
+
+
+def default_resources() -> dict[str, dg.ConfigurableResource]:
+    """Every resource unconfigured: each resolves from the environment and the current directory (`dagster dev`,
+    the daemon's runs); a run config fills them (`citegate run`, see run_config_for)."""
+    return {
+        "warehouse": WarehouseResource(),
+        "landing": LandingResource(),
+        "citegate_config": CitegateConfigResource(),
+        "review_files": ReviewFilesResource(),
+        "judge": JudgeResource(),
+    }
+
+
+def run_config_for(settings: Settings, *, final_read: bool = False) -> dict[str, Any]:
+    """The resources' run config that makes a run use exactly these resolved paths (the CLI printed them)."""
+    return {
+        "warehouse": {"config": {"database": str(settings.warehouse), "published": str(settings.published)}},
+        "landing": {"config": {"folder": str(settings.landing), "final_read": final_read}},
+        "citegate_config": {"config": {"config_file": str(settings.config) if settings.config else BUILTIN_CONFIG}},
+        "review_files": {"config": {"reviews": str(settings.reviews), "labels": str(settings.labels)}},
+    }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources=default_resources())
 
 
 @contextmanager

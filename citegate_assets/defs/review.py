@@ -1,31 +1,35 @@
 """Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (SPEC 6-7)."""
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.best_evidence import decide_cause, top_candidates
 from citegate_assets.lib.numbers import missing_quantities
+from citegate_assets.lib.policies import registered_policies
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
 from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .partitions import daily_partitions, partition_days, row_count_metadata
-from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
-
-DAILY = dict(group_name="review", partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run())
-UTC = pl.Datetime("us", "UTC")
+from .asset_defaults import DAILY, DUCKDB_POOL
+from .partitions import partition_days, row_count_metadata
+from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
 
 
-@dg.asset(**DAILY, kinds={"duckdb", "openai"}, deps=["support_verdicts", "numeric_checks"], pool=DUCKDB_POOL)
+@dg.asset(group_name="review", kinds={"duckdb", "openai"}, deps=["support_verdicts", "numeric_checks"], **DAILY)
 def best_evidence(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """For each support failure: did another passage in the prompt support the claim? generation, ranking_or_chunking or no_evidence."""
+    """For each support failure: did another passage in the prompt support the claim? generation,
+    ranking_or_chunking or no_evidence."""
     start, end = partition_days(context)
-    config = warehouse.config()
+    config = citegate_config.config()
     the_judge = judge.build(config)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
@@ -33,10 +37,11 @@ def best_evidence(
         con.register("failures", failures.to_arrow())
         others = query(con, "review/other_passages").pl()
         con.unregister("failures")
-    stakes = {name: p.stakes for name, p in config.surfaces.items()}
     assessed = failures.select(
         "citation_id",
-        assessed=pl.col("surface").replace_strict(stakes, default=stakes["default"], return_dtype=pl.String) != "off",
+        assessed=pl.col("surface").is_in(
+            [s for s in failures["surface"].unique() if config.surface(s).stakes != "off"]
+        ),
     )
     best = top_candidates(
         others.join(assessed.filter("assessed").select("citation_id"), on="citation_id"),
@@ -79,22 +84,22 @@ def best_evidence(
                 "candidates": cands,
             }
         )
-    schema = {
-        "citation_id": pl.String,
-        "request_id": pl.String,
-        "day": pl.Date,
-        "surface": pl.String,
-        "cited_verdict": pl.String,
-        "cited_numeric_ok": pl.Boolean,
-        "assessed": pl.Boolean,
-        "cause": pl.String,
-        "better_chunk_id": pl.String,
-        "better_verdict": pl.String,
+    schema: dict[str, pl.DataType] = {
+        "citation_id": pl.String(),
+        "request_id": pl.String(),
+        "day": pl.Date(),
+        "surface": pl.String(),
+        "cited_verdict": pl.String(),
+        "cited_numeric_ok": pl.Boolean(),
+        "assessed": pl.Boolean(),
+        "cause": pl.String(),
+        "better_chunk_id": pl.String(),
+        "better_verdict": pl.String(),
         "candidates": pl.List(
             pl.Struct({"chunk_id": pl.String, "coverage": pl.Float64, "verdict": pl.String, "numeric_ok": pl.Boolean})
         ),
     }
-    frame = pl.DataFrame(rows, schema=schema).with_columns(computed_at=pl.lit(datetime.now(timezone.utc), dtype=UTC))
+    frame = pl.DataFrame(rows, schema=schema).with_columns(computed_at=pl.lit(utc_now(), dtype=UTC_TIMESTAMP))
     with warehouse.connect() as con, transaction(con):
         run_script(con, "review/delete_best_evidence", params)
         append_frame(con, "best_evidence", frame)
@@ -110,18 +115,22 @@ def best_evidence(
 
 
 @dg.asset(group_name="review", kinds={"duckdb"}, pool=DUCKDB_POOL)
-def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def review_outcomes(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    review_files: ReviewFilesResource,
+) -> dg.MaterializeResult:
     """Reviewers' decisions from the append-only reviews log; a later decision on an entry supersedes, both are kept."""
-    config = warehouse.config()
-    folder = warehouse.reviews(config)
+    folder = review_files.reviews_path(warehouse, citegate_config)
     lines = read_reviews(folder)
     latest = {r.review_id for r in latest_by_citation(lines).values()}
-    good = [ln for ln in lines if ln.review is not None]
+    good = [(ln, ln.review) for ln in lines if ln.review is not None]
     outcomes = pl.DataFrame(
         [
             {
                 **{
-                    k: getattr(ln.review, k)
+                    k: getattr(review, k)
                     for k in (
                         "review_id",
                         "citation_id",
@@ -134,12 +143,12 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
                         "passage",
                     )
                 },
-                "reviewed_at": datetime.fromisoformat(ln.review.reviewed_at),
+                "reviewed_at": datetime.fromisoformat(review.reviewed_at),
                 "source_file": ln.file,
                 "source_line": ln.line_no,
-                "is_latest": ln.review.review_id in latest,
+                "is_latest": review.review_id in latest,
             }
-            for ln in good
+            for ln, review in good
         ],
         schema={
             "review_id": pl.String,
@@ -151,13 +160,13 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             "queue_reason": pl.String,
             "claim": pl.String,
             "passage": pl.String,
-            "reviewed_at": UTC,
+            "reviewed_at": UTC_TIMESTAMP,
             "source_file": pl.String,
             "source_line": pl.Int64,
             "is_latest": pl.Boolean,
         },
     ).unique("review_id", keep="first", maintain_order=True)
-    now = datetime.now(timezone.utc)
+    now = utc_now()
     rejects = pl.DataFrame(
         [
             {"source_file": ln.file, "line_no": ln.line_no, "error": ln.error, "raw_line": ln.raw, "recorded_at": now}
@@ -169,13 +178,11 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
             "line_no": pl.Int64,
             "error": pl.String,
             "raw_line": pl.String,
-            "recorded_at": UTC,
+            "recorded_at": UTC_TIMESTAMP,
         },
     )
     with warehouse.connect() as con, transaction(con):
-        # the log is the source of truth and is only ever appended to: rebuilding from it is idempotent
-        con.execute("delete from review_outcomes")
-        con.execute("delete from review_rejects")
+        run_script(con, "review/delete_outcomes")  # rebuilt from the append-only log: idempotent
         append_frame(con, "review_outcomes", outcomes)
         append_frame(con, "review_rejects", rejects)
         run_script(con, "review/refresh_status")
@@ -193,31 +200,29 @@ def review_outcomes(context: dg.AssetExecutionContext, warehouse: WarehouseResou
 
 
 @dg.asset(
-    **DAILY,
+    group_name="review",
     kinds={"duckdb"},
     deps=["provenance_results", "support_verdicts", "numeric_checks", best_evidence, review_outcomes],
-    pool=DUCKDB_POOL,
+    **DAILY,
 )
-def citation_queue(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """One entry per citation failing either gate, grouped by reason, with the evidence a reviewer needs and its status."""
+def citation_queue(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, citegate_config: CitegateConfigResource
+) -> dg.MaterializeResult:
+    """One entry per citation failing either gate, grouped by reason, with the evidence a reviewer needs
+    and its status."""
     start, end = partition_days(context)
-    config = warehouse.config()
+    config = citegate_config.config()
     queue_owners = pl.DataFrame(
         {"reason": list(config.queue.owners), "owner": list(config.queue.owners.values())},
         schema={"reason": pl.String, "owner": pl.String},
     )
-    surface_owners = pl.DataFrame(
-        {"surface": list(config.surfaces), "owner": [p.owner for p in config.surfaces.values()]}
-    )
-    params = {"start": start, "end": end, "now": datetime.now(timezone.utc)}
+    params = {"start": start, "end": end, "now": utc_now()}
     with warehouse.connect() as con:
-        with transaction(con):
+        with transaction(con), registered_policies(con, config, start, end):
             con.register("queue_owners", queue_owners.to_arrow())
-            con.register("surface_owners", surface_owners.to_arrow())
             run_script(con, "review/delete_queue", params)
             run_script(con, "review/citation_queue", params)
             con.unregister("queue_owners")
-            con.unregister("surface_owners")
         volume = query(con, "review/queue_volume", params).pl()
         [(n,)] = query(con, "review/queue_count", params).fetchall()
     by_reason = (

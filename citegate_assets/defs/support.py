@@ -1,34 +1,33 @@
 """Support stage: which citations are judged, the numeric check, and the judge's verdicts (SPEC section 5)."""
 
-from datetime import datetime, timezone
-
 import dagster as dg
+import duckdb
 import polars as pl
 
-from citegate_assets.lib.numbers import extract_quantities, missing_quantities
+from citegate_assets.lib.numbers import Quantity, extract_quantities, missing_quantities
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .partitions import daily_partitions, partition_days, row_count_metadata
-from .resources import DUCKDB_POOL, JudgeResource, WarehouseResource
-
-COMMON = dict(
-    group_name="support",
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-)
+from .asset_defaults import DAILY
+from .partitions import partition_days, row_count_metadata
+from .resources import CitegateConfigResource, JudgeResource, WarehouseResource
 
 
-@dg.asset(**COMMON, kinds={"duckdb"}, deps=["provenance_results"], pool=DUCKDB_POOL)
-def support_sample(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """Which provenance-passing citations the judge sees, and why: high stakes all, low a stable hash sample, off none."""
+@dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
+def support_sample(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, citegate_config: CitegateConfigResource
+) -> dg.MaterializeResult:
+    """Which provenance-passing citations the judge sees, and why:
+    high stakes all, low a stable hash sample, off none."""
     start, end = partition_days(context)
     params = {"start": start, "end": end}
+    config = citegate_config.config()
     with warehouse.connect() as con:
         with transaction(con):
-            select_sample(con, start, end, warehouse.config())
+            select_sample(con, start, end, config)
         why = query(con, "support/sample_summary", params).pl()
     total = int(why["citations"].sum()) if why.height else 0
     return dg.MaterializeResult(
@@ -36,7 +35,7 @@ def support_sample(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     )
 
 
-@dg.asset(**COMMON, kinds={"duckdb"}, deps=["provenance_results"], pool=DUCKDB_POOL)
+@dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
 def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
     """Every number in the claim (%, decimals, separators, currency, ranges) must appear in the cited passage."""
     start, end = partition_days(context)
@@ -54,7 +53,7 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         )
         .with_columns(
             numeric_ok=pl.col("missing_quantities").list.len() == 0,
-            checked_at=pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("us", "UTC")),
+            checked_at=pl.lit(utc_now(), dtype=UTC_TIMESTAMP),
         )
     )
     with warehouse.connect() as con, transaction(con):
@@ -74,22 +73,21 @@ def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     )
 
 
-@dg.asset(**COMMON, kinds={"duckdb", "openai"}, deps=["support_sample", "numeric_checks"], pool=DUCKDB_POOL)
+@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=["support_sample", "numeric_checks"], **DAILY)
 def support_verdicts(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, judge: JudgeResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """The judge's verdict per selected citation: the seed's prompt with only the passage and the claim, cached."""
     start, end = partition_days(context)
-    config = warehouse.config()
+    config = citegate_config.config()
     the_judge = judge.build(config)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         rows = passages_by_bucket(con, params).filter(pl.col("selected"))
-        numeric = dict(
-            con.sql(
-                "select citation_id, numeric_ok from numeric_checks where day >= $start and day < $end", params=params
-            ).fetchall()
-        )
+        numeric = dict(query(con, "support/numeric_ok", params).fetchall())
     context.log.info(f"judging {rows.height:,} citations with {the_judge.model}")
 
     def progress(done: int, total: int) -> None:
@@ -135,7 +133,7 @@ def support_verdicts(
 PASSAGE_BUCKETS = 8
 
 
-def passages_by_bucket(con, params: dict) -> pl.DataFrame:
+def passages_by_bucket(con: duckdb.DuckDBPyConnection, params: dict) -> pl.DataFrame:
     """support/passages for the window, one bucket of requests at a time (bounded join memory)."""
     parts = [
         query(con, "support/passages", {**params, "buckets": PASSAGE_BUCKETS, "bucket": b}).pl()
@@ -144,5 +142,5 @@ def passages_by_bucket(con, params: dict) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def _canonical(q) -> str:
+def _canonical(q: Quantity) -> str:
     return f"{q.value} {q.unit}" if q.unit else q.value

@@ -8,18 +8,19 @@ the offsets of the context block and of every chunk body fall out of a cumulativ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 import polars as pl
 
 from .config import Config
-from .containers import PromptDecodeError, decode_body
+from .containers import Message, PromptDecodeError, decode_body
 from .layout import auto_unescape, block_label, label_at, uses_block_search
 from .locate import locate_chunks, positional_ref
 from .normalize import NORMALIZATION_VERSION, normalize
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
-from .records import Record
+from .records import Record, Reject
+from .timestamps import UTC_TIMESTAMP
 
 
 @dataclass
@@ -29,11 +30,59 @@ class Frames:
     retrievals: pl.DataFrame
     citations: pl.DataFrame
     answer_rejects: pl.DataFrame
-    rejects: list[dict] = field(default_factory=list)  # record-level rejects found while decoding
 
 
+Refused = tuple[int, Record, Reject]  # (key, record, why): a valid record the batch could not take
 PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
 PROFILE_AUTO = "auto"  # while building: decided once the chunks are sought (ok or no_context_block)
+
+
+def template_of(rec: Record, config: Config) -> str:
+    """The record's own template, else its surface's."""
+    return rec.template or config.surface(rec.surface).template
+
+
+def decode_prompts(items: list[tuple[int, Record]]) -> tuple[dict[int, list[Message]], list[Refused]]:
+    """Each record's prompt decoded to its messages, by key; the records whose prompt cannot be read."""
+    decoded: dict[int, list[Message]] = {}
+    refused: list[Refused] = []
+    for key, rec in items:
+        try:
+            decoded[key] = decode_body(rec.prompt, rec.prompt_encoding).messages
+        except PromptDecodeError as exc:
+            refused.append((key, rec, Reject("prompt_undecodable", str(exc))))
+    return decoded, refused
+
+
+def frames_of_records(
+    items: list[tuple[int, Record]], config: Config, origin: dict[int, tuple[str, int]], now: datetime
+) -> tuple[Frames, list[Refused]]:
+    """Decode, then build the frames as the ingest does; the frames and the records refused on the way."""
+    decoded, undecodable = decode_prompts(items)
+    readable = [(key, rec) for key, rec in items if key in decoded]
+    frames, broken = build_frames_isolating_failures(readable, config, origin, now, decoded)
+    return frames, undecodable + broken
+
+
+def build_frames_isolating_failures(
+    items: list[tuple[int, Record]],
+    config: Config,
+    origin: dict[int, tuple[str, int]],
+    now: datetime,
+    decoded: dict[int, list[Message]],
+) -> tuple[Frames, list[Refused]]:
+    """build_frames on the batch; if it raises, find the records that make it raise and leave them out."""
+    try:
+        return build_frames(items, config, origin, now, decoded), []
+    except Exception:  # noqa: BLE001 — isolate, then report each culprit as a refused record
+        good, broken = [], []
+        for key, rec in items:
+            try:
+                build_frames([(key, rec)], config, origin, now, decoded)
+                good.append((key, rec))
+            except Exception as exc:  # noqa: BLE001
+                broken.append((key, rec, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500])))
+        return build_frames(good, config, origin, now, decoded), broken
 
 
 def build_frames(
@@ -41,25 +90,24 @@ def build_frames(
     config: Config,
     origin: dict[int, tuple[str, int]],
     now: datetime,
-    decoded: dict[int, list] | None = None,
+    decoded: dict[int, list[Message]],
 ) -> Frames:
     """items: (key, record) for every valid record of the batch, in file order; origin: key -> (file, line);
-    decoded: their messages by key, if known."""
-    prompt_rows, piece_rows, retrieval_rows, citation_rows, answer_reject_rows, rejects = [], [], [], [], [], []
+    decoded: their messages by key (decode_prompts)."""
+    prompt_rows: list[dict] = []
+    piece_rows: list[tuple] = []
+    retrieval_rows: list[tuple] = []
+    citation_rows: list[tuple] = []
+    answer_reject_rows: list[tuple] = []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
     block_labels: dict[str, dict[int, str]] = {}  # auto: message number -> the id its document block carries
     for key, rec in items:
         source_file, line_no = origin[key]
-        template = rec.template or config.surface(rec.surface).template
+        template = template_of(rec, config)
         profile = config.profile(template)
-        try:
-            decoded_messages = (
-                decoded[key] if decoded is not None else decode_body(rec.prompt, rec.prompt_encoding).messages
-            )
-        except PromptDecodeError as exc:
-            rejects.append(_reject_row(key, rec, "prompt_undecodable", str(exc)))
-            continue
+        decoded_messages = decoded[key]
         messages = [(m.role, m.text) for m in decoded_messages]
+        pieces: list[tuple[int, str, str, int | None, str | None, str]]
         if template == AUTO:
             # no pattern: each message is one piece; the chunks are found by content once normalized
             status, unescape = PROFILE_AUTO, auto_unescape(messages, rec.retrieved)
@@ -140,13 +188,13 @@ def build_frames(
         if prompt_rows
         else pl.DataFrame(schema=PROMPT_SCHEMA)
     )
-    pieces = _normalized_pieces(piece_rows)
+    normalized = _normalized_pieces(piece_rows)
     retrievals = _retrievals(retrieval_rows)
-    joined = _joined(pieces)
-    sections = _sections(pieces, retrievals, prompts)
-    located, bounds = _locate_auto(prompts, joined, retrievals, pieces, in_block, block_labels)
+    joined = _joined(normalized)
+    sections = _sections(normalized, retrievals, prompts)
+    located, bounds = _locate_auto(prompts, joined, retrievals, normalized, in_block, block_labels)
     sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
-    prompts = _assemble_prompts(prompts, pieces, joined, sections, bounds, now)
+    prompts = _assemble_prompts(prompts, normalized, joined, sections, bounds, now)
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
     retrievals = (
         retrievals.join(
@@ -183,13 +231,13 @@ def build_frames(
         if answer_reject_rows
         else pl.DataFrame(schema=ANSWER_REJECT_SCHEMA)
     )
-    return Frames(prompts, sections, retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects, rejects)
+    return Frames(prompts, sections, retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects)
 
 
-PROMPT_SCHEMA = {
+PROMPT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
     "day": pl.Date,
-    "logged_at": pl.Datetime("us", "UTC"),
+    "logged_at": UTC_TIMESTAMP,
     "surface": pl.String,
     "answer_model": pl.String,
     "template": pl.String,
@@ -203,7 +251,7 @@ PROMPT_SCHEMA = {
     "source_line": pl.Int64,
     "unescape": pl.String,
 }
-ANSWER_REJECT_SCHEMA = {
+ANSWER_REJECT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
     "day": pl.Date,
     "reason": pl.String,
@@ -211,7 +259,7 @@ ANSWER_REJECT_SCHEMA = {
     "raw_field": pl.String,
     "source_file": pl.String,
     "source_line": pl.Int64,
-    "rejected_at": pl.Datetime("us", "UTC"),
+    "rejected_at": UTC_TIMESTAMP,
 }
 RETRIEVAL_COLUMNS = [
     "request_id",
@@ -225,10 +273,6 @@ RETRIEVAL_COLUMNS = [
     "text_normalized",
     "in_prompt",
 ]
-
-
-def _reject_row(key: int, rec: Record, reason: str, detail: str) -> dict:
-    return {"key": key, "day": rec.day, "request_id": rec.request_id, "reason": reason, "detail": detail}
 
 
 def _answer_reject(rec: Record, reason: str, detail: str, source_file: str, line_no: int, now: datetime) -> tuple:
@@ -380,7 +424,7 @@ def _assemble_prompts(
             prompt_normalized=pl.col("prompt_normalized").fill_null(""),
             n_sections=pl.col("n_sections").fill_null(0),
             normalization_version=pl.lit(NORMALIZATION_VERSION),
-            ingested_at=pl.lit(now, dtype=pl.Datetime("us", "UTC")),
+            ingested_at=pl.lit(now, dtype=UTC_TIMESTAMP),
         )
         .drop("unescape", "chunk_ref")
     )
@@ -410,7 +454,7 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
     return df, emptied
 
 
-SECTION_SCHEMA = {
+SECTION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
     "day": pl.Date,
     "section_no": pl.Int32,
@@ -422,7 +466,11 @@ SECTION_SCHEMA = {
     "chunk_chars": pl.Int32,
     "truncated": pl.Boolean,
 }
-BOUNDS_SCHEMA = {"request_id": pl.String, "context_start": pl.Int32, "context_end": pl.Int32}
+BOUNDS_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "request_id": pl.String,
+    "context_start": pl.Int32,
+    "context_end": pl.Int32,
+}
 
 
 def _locate_auto(

@@ -66,7 +66,7 @@ def false_pass_summary(pairs: pl.DataFrame, threshold: float, min_negatives: int
 def gate_status(surfaces: list[tuple[str, str]], summary: list[dict]) -> list[dict]:
     """A surface's support gate is enforced only when the judge is calibrated on no-or-partial negatives."""
     main = next((row for row in summary if row["scope"] == "no_or_partial"), None)
-    rows = []
+    rows: list[dict] = []
     for surface, stakes in surfaces:
         if stakes == "off":
             rows.append(
@@ -90,7 +90,8 @@ def gate_status(surfaces: list[tuple[str, str]], summary: list[dict]) -> list[di
         else:
             status, why = (
                 "enforced",
-                f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} on {main['negatives']} negatives",
+                f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} "
+                f"on {main['negatives']} negatives",
             )
         rows.append(
             {

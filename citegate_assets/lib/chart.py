@@ -9,10 +9,15 @@ from __future__ import annotations
 import base64
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from citegate_assets.lib.terminal import safe
+
+if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn, not with this module
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 RATES = ("provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate")
 TITLE = "citegate weekly rates per surface"
@@ -48,7 +53,7 @@ def rates_chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     return path
 
 
-def rates_figure(metrics: pl.DataFrame):
+def rates_figure(metrics: pl.DataFrame) -> Figure:
     """The chart as a matplotlib Figure (the caller closes it: plt.close(fig))."""
     import matplotlib
 
@@ -119,7 +124,7 @@ def _pooled(rates: pl.DataFrame, surfaces: list[str]) -> pl.DataFrame:
     return rest.group_by("week_start", "metric").agg(pl.col("value").mean())
 
 
-def _draw(fig, rates: pl.DataFrame) -> None:
+def _draw(fig: Figure, rates: pl.DataFrame) -> None:
     weeks = sorted(rates["week_start"].unique().to_list())
     position = {week: i for i, week in enumerate(weeks)}
     drawn, pooled = busiest_surfaces(rates)
@@ -142,7 +147,7 @@ def _draw(fig, rates: pl.DataFrame) -> None:
     step = max(1, math.ceil(len(weeks) / MAX_XTICK_LABELS))
     ticks = list(range(0, len(weeks), step))
     x = list(range(len(weeks)))
-    handles = []
+    handles: list[Line2D] = []
     for ax, metric in zip(axes, RATES):
         lines = []
         for i, (_, values) in enumerate(series):

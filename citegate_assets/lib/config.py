@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TypeGuard
 
 from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
 
@@ -39,7 +40,7 @@ def _bad(key: str, value: object, expected: str) -> _Bad:
     return _Bad(f"{key} = {value!r}: expected {expected}")
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     if isinstance(value, bool):
         return False
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
@@ -61,11 +62,13 @@ def _number(low: float, high: float | None = None, *, low_open: bool = False, hi
     else:
         expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
+    def in_range(value: int | float) -> bool:
+        above = value > low if low_open else value >= low
+        below = high is None or (value < high if high_open else value <= high)
+        return above and below
+
     def check(key: str, value: object) -> float:
-        ok = _is_number(value) and (value > low if low_open else value >= low)
-        if ok and high is not None:
-            ok = value < high if high_open else value <= high
-        if not ok:
+        if not _is_number(value) or not in_range(value):
             raise _bad(key, value, expected)
         return float(value)
 
@@ -234,10 +237,6 @@ class Config:
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
-
-    def base_dir(self) -> Path:
-        """Relative paths in the file are relative to the file."""
-        return Path(self.path).resolve().parent if self.path else Path.cwd()
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""

@@ -14,19 +14,19 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 
-from .batch import PROFILE_NO_CONTEXT, PROFILE_UNKNOWN, Frames
+from .batch import PROFILE_NO_CONTEXT, PROFILE_UNKNOWN, Frames, frames_of_records, template_of
 from .config import Config
-from .ingest import _frames_isolating_failures, _parse
 from .landing import OutsideLanding, landing_entries, landing_root, open_entry
 from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
 from .profiles import BUILTIN_PROFILES
-from .records import Record, Reject
+from .records import Record, Reject, parse_raw_line
 from .terminal import ident, safe
+from .timestamps import utc_now
 
 BATCH = 500
 DEFAULT_LIMIT = 1000
@@ -117,7 +117,8 @@ class Fit:
             why.append(f"{self.unresolved} chunk sections name no retrieved chunk")
         if self.altered:
             why.append(
-                f"{self.altered} of {self.chunks} retrieved chunks differ from their text in the prompt (escaped or rewritten)"
+                f"{self.altered} of {self.chunks} retrieved chunks differ from their text in the prompt "
+                "(escaped or rewritten)"
             )
         if self.unexplained:
             pct = round(100 * self.unexplained / max(self.block_chunks, 1))
@@ -170,16 +171,12 @@ class Report:
 # ---------------------------------------------------------------------------------------------------- reading
 
 
-def template_of(rec: Record, config: Config) -> str:
-    return rec.template or config.surface(rec.surface).template
-
-
 def read_landing(
     logs: str | Path, config: Config, *, limit: int | None = DEFAULT_LIMIT, now: datetime | None = None
 ) -> Reading:
     """Every valid record of the folder's log files (a last unterminated line counts, as with --final), at most
     `limit` per surface, the first of each request id only; nothing is written anywhere."""
-    now = now or datetime.now(timezone.utc)
+    now = now or utc_now()
     root = landing_root(logs)
     out = Reading()
     seen: set[str] = set()
@@ -200,11 +197,10 @@ def read_landing(
                 )
                 for line in lines:
                     out.lines += 1
-                    parsed = _parse(line, now, config.ingest.max_line_bytes)
-                    if isinstance(parsed[0], Reject):
-                        out.rejected[parsed[0].reason] += 1
+                    rec, _ = parse_raw_line(line, now, config.ingest.max_line_bytes)
+                    if isinstance(rec, Reject):
+                        out.rejected[rec.reason] += 1
                         continue
-                    rec = parsed[1]
                     if rec.request_id in seen:
                         out.duplicates += 1
                         continue
@@ -375,7 +371,7 @@ def measure(
 ) -> tuple[dict[tuple[str, str], Fit], Counter]:
     """Run the records through build_frames (as the ingest does, in batches), each with its own template or
     `template`; the counts per (surface, template), and the records build_frames refused, by reason."""
-    now = now or datetime.now(timezone.utc)
+    now = now or utc_now()
     fits: dict[tuple[str, str], Fit] = {}
     refused: Counter = Counter()
     for lo in range(0, len(records), batch):
@@ -384,9 +380,8 @@ def measure(
             (k, dataclasses.replace(rec, template=template) if template else rec) for k, (_, rec) in enumerate(part)
         ]
         origin = {k: where for k, (where, _) in enumerate(part)}
-        frames, broken = _frames_isolating_failures(items, config, origin, now, None)
-        refused.update(r["reason"] for r in frames.rejects)
-        refused["unprocessable_record"] += len(broken)
+        frames, not_taken = frames_of_records(items, config, origin, now)
+        refused.update(why.reason for _, _, why in not_taken)
         by_rid = {rec.request_id: origin[k] for k, rec in items}
         for key, f in tally(frames, by_rid).items():
             fits.setdefault(key, Fit(*key)).add(f)
@@ -394,7 +389,8 @@ def measure(
 
 
 def diagnose(reading: Reading, config: Config, *, now: datetime | None = None, batch: int = BATCH) -> Report:
-    """Each (surface, template) measured; one that does not fit is measured again under auto and every other built-in."""
+    """Each (surface, template) measured; one that does not fit is measured again under auto and every other
+    built-in."""
     records = [item for group in reading.groups.values() for item in group]
     records.sort(key=lambda item: item[0])
     fits, refused = measure(records, config, now=now, batch=batch)

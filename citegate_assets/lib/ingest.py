@@ -11,24 +11,24 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import duckdb
 import polars as pl
 
-from .batch import build_frames
+from .batch import Refused, build_frames_isolating_failures, decode_prompts
 from .config import Config
-from .containers import PromptDecodeError, decode_body
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, landing_entries, landing_root, open_entry
-from .ledger import DONE, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
+from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
 from .lines import (
-    RAW_KEEP_BYTES,
     READ_ERRORS,
     DecompressedTooLarge,
     Line,
@@ -38,16 +38,16 @@ from .lines import (
     open_stream,
     read_lines,
 )
-from .records import Record, Reject, parse_line
-from .warehouse import query, run_script
+from .records import Record, Reject, parse_raw_line
+from .timestamps import UTC_TIMESTAMP, utc_now
+from .warehouse import query, run_script, transaction
 
 __all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
 
 BATCH_LINES = 2000
 BATCH_BYTES = 16 * 1024 * 1024  # the working set of a batch is ~20x its bytes: this keeps ingest under ~0.5 GB
-BOM = b"\xef\xbb\xbf"
 
-REJECT_SCHEMA = {
+REJECT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_file": pl.String,
     "line_no": pl.Int64,
     "day": pl.Date,
@@ -55,9 +55,9 @@ REJECT_SCHEMA = {
     "reason": pl.String,
     "detail": pl.String,
     "raw_line": pl.String,
-    "rejected_at": pl.Datetime("us", "UTC"),
+    "rejected_at": UTC_TIMESTAMP,
 }
-CONFLICT_SCHEMA = {
+CONFLICT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
     "day": pl.Date,
     "existing_sha256": pl.String,
@@ -65,20 +65,12 @@ CONFLICT_SCHEMA = {
     "existing_source": pl.String,
     "source_file": pl.String,
     "source_line": pl.Int64,
-    "recorded_at": pl.Datetime("us", "UTC"),
+    "recorded_at": UTC_TIMESTAMP,
 }
 
 
 class IngestWriteError(RuntimeError):
     """The warehouse could not take a batch (disk full, I/O error); nothing committed is lost."""
-
-
-@dataclass
-class FileTally:
-    lines_read: int = 0
-    records_ingested: int = 0
-    records_rejected: int = 0
-    answers_rejected: int = 0
 
 
 @dataclass
@@ -141,8 +133,9 @@ def _write_failure(database: str, files: str, exc: BaseException) -> str:
         or "disk is full" in text.lower()
     )
     what = "the disk is full" if full else "the warehouse could not be written"
+    first = text.splitlines()[0] if text else type(exc).__name__
     return (
-        f"{what} while writing {database} (rows from {files or 'the landing ledger'}): {text.splitlines()[0] if text else type(exc).__name__}. "
+        f"{what} while writing {database} (rows from {files or 'the landing ledger'}): {first}. "
         "Nothing committed before is lost and this batch was rolled back; "
         + (
             "free space, then run again: it resumes where it stopped."
@@ -154,19 +147,12 @@ def _write_failure(database: str, files: str, exc: BaseException) -> str:
 
 def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
     relations = {**relations, "batch_ledger": ledger_frame(ledger)}
-    cursor.execute("begin transaction")
     try:
-        for rel, df in relations.items():
-            cursor.register(rel, df.to_arrow())
-        run_script(cursor, "ingest/insert_batch")
-        run_script(cursor, "ingest/ledger_upsert")
-        cursor.execute("commit")
-    except BaseException:
-        try:
-            cursor.execute("rollback")
-        except duckdb.Error:
-            pass  # a failed commit has already ended the transaction; the first error is the one to report
-        raise
+        with transaction(cursor):
+            for rel, df in relations.items():
+                cursor.register(rel, df.to_arrow())
+            run_script(cursor, "ingest/insert_batch")
+            run_script(cursor, "ingest/ledger_upsert")
     finally:
         for rel in relations:
             try:
@@ -207,7 +193,7 @@ def ingest_landing(
     final=True: every file counts as finished (its unterminated last line is a line), as does any file that
     has not changed for [ingest].settle_seconds. Raises IngestWriteError when the warehouse cannot be written.
     """
-    run = _Run(con, landing_root(landing), config, now or datetime.now(timezone.utc), progress, batch_lines, final)
+    run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final)
     try:
         for entry in landing_entries(run.root):
             run.summary.files_seen += 1
@@ -220,7 +206,19 @@ def ingest_landing(
 
 
 class _Run:
-    def __init__(self, con, root: Path, config: Config, now: datetime, progress, batch_lines: int, final: bool):
+    """The state of one ingest run: the folder, the ledger, the lines and ledger rows batched for the next
+    commit, the request ids seen, and the counts."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        root: Path,
+        config: Config,
+        now: datetime,
+        progress: Progress | None,
+        batch_lines: int,
+        final: bool,
+    ):
         self.con, self.root, self.config, self.now, self.progress = con, root, config, now, progress
         self.landing = str(root)
         self.limits = config.ingest
@@ -232,7 +230,7 @@ class _Run:
         self.lines: list[tuple[_File, Line]] = []
         self.nbytes = 0
         self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
-        self.events: list[tuple[dict | None, dict]] = []  # (whole-file reject row or None, ledger row)
+        self.events: list[tuple[dict | None, dict | None]] = []  # (whole-file reject row, ledger row), either None
 
     # -- entries ---------------------------------------------------------------------------------
     def entry(self, entry: Entry) -> None:
@@ -255,7 +253,7 @@ class _Run:
                 return
             self.read_file(entry, fh, st)
 
-    def report(self, name: str, reason: str, detail: str) -> None:
+    def report(self, name: str, reason: str, detail: str | None) -> None:
         """An entry that is not a file to read: one reject row while it stays so; looked at again every run."""
         eid = entry_id(self.landing, name)
         prior = self.ledger.by_id.get(eid)
@@ -268,7 +266,7 @@ class _Run:
         )
 
     # -- one file --------------------------------------------------------------------------------
-    def read_file(self, entry: Entry, fh, st) -> None:
+    def read_file(self, entry: Entry, fh: BinaryIO, st: os.stat_result) -> None:
         name = entry.name
         seen = self.ledger.at(self.landing, name)
         if seen and seen["size_bytes"] == st.st_size and seen["mtime_ns"] == st.st_mtime_ns and seen["status"] in DONE:
@@ -324,7 +322,7 @@ class _Run:
             f.retire.append(legacy["file_id"])
         self._consume(f, fh, settled, skip_lines=skip)
 
-    def _file(self, entry: Entry, st, file_id: str, row: dict | None, retire: list[str]) -> _File:
+    def _file(self, entry: Entry, st: os.stat_result, file_id: str, row: dict | None, retire: list[str]) -> _File:
         f = _File(
             entry, file_id, st.st_size, st.st_mtime_ns, row["first_seen_at"] if row else None, retire=list(retire)
         )
@@ -335,7 +333,15 @@ class _Run:
             f.days = set(row["days"] or ())
         return f
 
-    def _consume(self, f: _File, fh, settled: bool, *, verify=None, skip_lines: int = 0) -> None:
+    def _consume(
+        self,
+        f: _File,
+        fh: BinaryIO,
+        settled: bool,
+        *,
+        verify: tuple[int, int, str] | None = None,
+        skip_lines: int = 0,
+    ) -> None:
         """Read the file's new complete lines into batches; PrefixChanged leaves nothing behind."""
         fh.seek(0)
         compressed = f.entry.compressed
@@ -395,7 +401,9 @@ class _Run:
         if len(self.lines) >= self.batch_lines or self.nbytes >= BATCH_BYTES:
             self.commit()
 
-    def _unidentified(self, entry: Entry, st, retire: list[str], settled: bool, error: BaseException | None) -> None:
+    def _unidentified(
+        self, entry: Entry, st: os.stat_result, retire: list[str], settled: bool, error: BaseException | None
+    ) -> None:
         """No complete first line yet (an empty file, or one being written), or a .gz that cannot be opened."""
         name, pid = entry.name, path_id(self.landing, entry.name)
         if error is None and not settled:
@@ -432,7 +440,7 @@ class _Run:
             ),
         )
 
-    def _changed(self, entry: Entry, st, row: dict, exc: PrefixChanged) -> None:
+    def _changed(self, entry: Entry, st: os.stat_result, row: dict, exc: PrefixChanged) -> None:
         """Rewritten in place after it was read: reported once (per change), never re-read."""
         detail = f"{entry.name}: content changed after ingestion ({exc}); not re-read"
         reject = self._file_reject(entry.name, "file_changed_after_ingest", detail)
@@ -452,7 +460,7 @@ class _Run:
     def _fault(self, f: _File, reason: str) -> None:
         self.events.append((self._file_reject(f.entry.name, reason, f.detail), None))
 
-    def _file_reject(self, name: str, reason: str, detail: str) -> dict:
+    def _file_reject(self, name: str, reason: str, detail: str | None) -> dict:
         return {
             "source_file": name,
             "line_no": 0,
@@ -494,7 +502,7 @@ class _Run:
             return
         lines, files, events = self.lines, self.files, self.events
         self.lines, self.nbytes, self.files, self.events = [], 0, {}, []
-        relations = _batch_relations(self, lines)
+        relations = self._relations(lines)
         rows = [row for _, row in events if row is not None] + [self._ledger_row(f) for f in files.values()]
         latest: dict[str, dict] = {}
         for row in rows:  # one row per file: its latest state, superseding all its earlier names
@@ -514,121 +522,112 @@ class _Run:
             last = lines[-1][0]
             self.progress(last.entry.name, last.state.lines, self.summary.bytes_read)
 
-
-def _batch_relations(run: _Run, lines: list[tuple[_File, Line]]) -> dict[str, pl.DataFrame]:
-    """Parse, validate, deduplicate and normalize one batch of lines (from one file or many)."""
-    now, summary = run.now, run.summary
-    owner: dict[int, _File] = {}
-    origin: dict[int, tuple[str, int]] = {}
-    rejects: list[dict] = []
-    raw_by_key: dict[int, str] = {}
-    items: list[tuple[int, Record]] = []
-    for key, (f, line) in enumerate(lines):
-        owner[key], origin[key] = f, (f.entry.name, line.no)
-        result = _parse(line, now, run.limits.max_line_bytes)
-        if isinstance(result[0], Reject):
-            reject, text = result
-            rejects.append(_reject(key, reject, text))
-            continue
-        text, rec = result
-        raw_by_key[key] = text
-        items.append((key, rec))
-    # decode first: a record whose prompt cannot be read must not claim its request id
-    decoded: dict[int, list] = {}
-    for key, rec in items:
-        try:
-            decoded[key] = decode_body(rec.prompt, rec.prompt_encoding).messages
-        except PromptDecodeError as exc:
-            rejects.append(_reject(key, Reject("prompt_undecodable", str(exc)), raw_by_key[key], rec))
-    items = [(k, rec) for k, rec in items if k in decoded]
-    items, dup_rejects, conflicts = _drop_known_requests(run.con, run.run_seen, items, raw_by_key, origin, now)
-    rejects.extend(dup_rejects)
-    frames, broken = _frames_isolating_failures(items, run.config, origin, now, decoded)
-    for key, rec, exc in broken:  # never expected; one odd record must not stop the landing folder
-        rejects.append(
-            _reject(key, Reject("unprocessable_record", f"{type(exc).__name__}: {exc}"[:500]), raw_by_key[key], rec)
-        )
-    for r in frames.rejects:
-        rejects.append({**r, "raw_line": raw_by_key[r["key"]]})
-    dropped = {r["request_id"] for r in frames.rejects}
-    kept = [(k, rec) for k, rec in items if rec.request_id not in dropped]
-    # per-file counts, so each file's ledger row balances: lines read = records ingested + records rejected
-    for f, _ in lines:
-        f.tally.lines_read += 1
-    for k, rec in kept:
-        owner[k].tally.records_ingested += 1
-        owner[k].days.add(rec.day)
-    for r in rejects:
-        owner[r["key"]].tally.records_rejected += 1
-    answer_owner = {(f.entry.name, n): f for k, (f, n) in ((k, (owner[k], origin[k][1])) for k in owner)}
-    for source, line_no in frames.answer_rejects.select("source_file", "source_line").iter_rows():
-        answer_owner[(source, line_no)].tally.answers_rejected += 1
-    summary.lines_read += len(lines)
-    summary.bytes_read += sum(line.length for _, line in lines)
-    summary.records_ingested += len(kept)
-    summary.records_rejected += len(rejects)
-    summary.answers_rejected += frames.answer_rejects.height
-    summary.days.update(rec.day for _, rec in kept)
-    reject_rows = [
-        {
-            **{k: v for k, v in r.items() if k != "key"},
-            "source_file": origin[r["key"]][0],
-            "line_no": origin[r["key"]][1],
-            "rejected_at": now,
+    def _relations(self, lines: list[tuple[_File, Line]]) -> dict[str, pl.DataFrame]:
+        """Parse, validate, deduplicate and normalize one batch of lines (from one file or many)."""
+        owner: dict[int, _File] = {}
+        origin: dict[int, tuple[str, int]] = {}
+        rejects: list[dict] = []
+        raw_by_key: dict[int, str] = {}
+        items: list[tuple[int, Record]] = []
+        for key, (f, line) in enumerate(lines):
+            owner[key], origin[key] = f, (f.entry.name, line.no)
+            result, text = parse_raw_line(line, self.now, self.limits.max_line_bytes)
+            if isinstance(result, Reject):
+                rejects.append(_reject(key, result, text))
+            else:
+                raw_by_key[key] = text
+                items.append((key, result))
+        # decode first: a record whose prompt cannot be read must not claim its request id
+        decoded, undecodable = decode_prompts(items)
+        items = [(key, rec) for key, rec in items if key in decoded]
+        items, duplicates, conflicts = self._drop_known_requests(items, origin)
+        # a record build_frames cannot take is never expected; one odd record must not stop the landing folder
+        frames, broken = build_frames_isolating_failures(items, self.config, origin, self.now, decoded)
+        for key, rec, why in (*undecodable, *duplicates, *broken):
+            rejects.append(_reject(key, why, raw_by_key[key], rec))
+        left_out = {key for key, _, _ in broken}
+        kept = [(key, rec) for key, rec in items if key not in left_out]
+        # per-file counts, so each file's ledger row balances: lines read = records ingested + records rejected
+        for f, _ in lines:
+            f.tally.lines_read += 1
+        for key, rec in kept:
+            owner[key].tally.records_ingested += 1
+            owner[key].days.add(rec.day)
+        for r in rejects:
+            owner[r["key"]].tally.records_rejected += 1
+        owner_at = {origin[key]: f for key, f in owner.items()}
+        for source, line_no in frames.answer_rejects.select("source_file", "source_line").iter_rows():
+            owner_at[(source, line_no)].tally.answers_rejected += 1
+        summary = self.summary
+        summary.lines_read += len(lines)
+        summary.bytes_read += sum(line.length for _, line in lines)
+        summary.records_ingested += len(kept)
+        summary.records_rejected += len(rejects)
+        summary.answers_rejected += frames.answer_rejects.height
+        summary.days.update(rec.day for _, rec in kept)
+        reject_rows = [
+            {
+                **{k: v for k, v in r.items() if k != "key"},
+                "source_file": origin[r["key"]][0],
+                "line_no": origin[r["key"]][1],
+                "rejected_at": self.now,
+            }
+            for r in rejects
+        ]
+        return {
+            "batch_prompts": frames.prompts,
+            "batch_sections": frames.sections,
+            "batch_retrievals": frames.retrievals,
+            "batch_citations": frames.citations,
+            "batch_answer_rejects": frames.answer_rejects,
+            "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
+            if reject_rows
+            else pl.DataFrame(schema=REJECT_SCHEMA),
+            "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row")
+            if conflicts
+            else pl.DataFrame(schema=CONFLICT_SCHEMA),
         }
-        for r in rejects
-    ]
-    return {
-        "batch_prompts": frames.prompts,
-        "batch_sections": frames.sections,
-        "batch_retrievals": frames.retrievals,
-        "batch_citations": frames.citations,
-        "batch_answer_rejects": frames.answer_rejects,
-        "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
-        if reject_rows
-        else pl.DataFrame(schema=REJECT_SCHEMA),
-        "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row")
-        if conflicts
-        else pl.DataFrame(schema=CONFLICT_SCHEMA),
-    }
 
-
-def _frames_isolating_failures(items, config, origin, now, decoded):
-    """build_frames on the batch; if it raises, find the records that make it raise and leave them out."""
-    try:
-        return build_frames(items, config, origin, now, decoded), []
-    except Exception:  # noqa: BLE001 — isolate, then report each culprit as a reject row
-        good, broken = [], []
-        for item in items:
+    def _drop_known_requests(
+        self, items: list[tuple[int, Record]], origin: dict[int, tuple[str, int]]
+    ) -> tuple[list[tuple[int, Record]], list[Refused], list[tuple]]:
+        """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a
+        conflict. Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
+        seen = self.run_seen
+        unknown = {rec.request_id for _, rec in items} - set(seen)
+        if unknown:
+            keys = pl.DataFrame({"request_id": list(unknown)})
+            self.con.register("batch_keys", keys.to_arrow())
             try:
-                build_frames([item], config, origin, now, decoded)
-                good.append(item)
-            except Exception as exc:  # noqa: BLE001
-                broken.append((item[0], item[1], exc))
-        return build_frames(good, config, origin, now, decoded), broken
-
-
-def _parse(line: Line, now: datetime, max_line_bytes: int):
-    """(text, record) for a valid line; (Reject, raw text) otherwise."""
-    raw = line.raw
-    if line.no == 1 and raw.startswith(BOM):
-        raw = raw[len(BOM) :]  # a UTF-8 byte order mark is an encoding artifact, not content
-    if line.too_long:
-        text = raw[:RAW_KEEP_BYTES].decode("utf-8", "backslashreplace")
-        return Reject(
-            "line_too_long",
-            f"line of {line.length} bytes exceeds {max_line_bytes}; raw_line keeps the first {RAW_KEEP_BYTES}",
-        ), text
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Reject("invalid_utf8", f"not UTF-8 at byte {exc.start}"), raw.decode("utf-8", "backslashreplace")
-    if "\x00" in text:
-        return Reject("nul_byte", f"NUL byte at character {text.index(chr(0))}"), text.replace("\x00", "\\x00")
-    result = parse_line(text, now)
-    if isinstance(result, Reject):
-        return result, text
-    return text, result
+                for rid, sha, source in query(self.con, "ingest/existing_requests").fetchall():
+                    seen[rid] = (sha, source)
+            finally:
+                self.con.unregister("batch_keys")
+        kept: list[tuple[int, Record]] = []
+        refused: list[Refused] = []
+        conflicts: list[tuple] = []
+        for key, rec in items:
+            name, line_no = origin[key]
+            prior = seen.get(rec.request_id)
+            if prior is None:
+                seen[rec.request_id] = (rec.prompt_sha256, f"{name}:{line_no}")
+                kept.append((key, rec))
+                continue
+            sha, source = prior
+            if sha == rec.prompt_sha256:
+                why = Reject(
+                    "duplicate_request_id",
+                    f"request_id {rec.request_id!r} already ingested from {source} with the same prompt",
+                )
+            else:
+                why = Reject(
+                    "request_id_conflict",
+                    f"request_id {rec.request_id!r} already ingested from {source} with a different prompt; "
+                    "the first is kept",
+                )
+                conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, self.now))
+            refused.append((key, rec, why))
+        return kept, refused, conflicts
 
 
 def _reject(key: int, reject: Reject, raw_text: str, rec: Record | None = None) -> dict:
@@ -642,44 +641,7 @@ def _reject(key: int, reject: Reject, raw_text: str, rec: Record | None = None) 
     }
 
 
-def _drop_known_requests(con, run_seen, items, raw_by_key, origin, now):
-    """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a conflict.
-    Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
-    seen = run_seen
-    unknown = {rec.request_id for _, rec in items} - set(seen)
-    if unknown:
-        keys = pl.DataFrame({"request_id": list(unknown)})
-        con.register("batch_keys", keys.to_arrow())
-        try:
-            for rid, sha, source in query(con, "ingest/existing_requests").fetchall():
-                seen[rid] = (sha, source)
-        finally:
-            con.unregister("batch_keys")
-    kept, rejects, conflicts = [], [], []
-    for key, rec in items:
-        name, line_no = origin[key]
-        prior = seen.get(rec.request_id)
-        if prior is None:
-            seen[rec.request_id] = (rec.prompt_sha256, f"{name}:{line_no}")
-            kept.append((key, rec))
-            continue
-        sha, source = prior
-        if sha == rec.prompt_sha256:
-            reject = Reject(
-                "duplicate_request_id",
-                f"request_id {rec.request_id!r} already ingested from {source} with the same prompt",
-            )
-        else:
-            reject = Reject(
-                "request_id_conflict",
-                f"request_id {rec.request_id!r} already ingested from {source} with a different prompt; the first is kept",
-            )
-            conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, now))
-        rejects.append(_reject(key, reject, raw_by_key[key], rec))
-    return kept, rejects, conflicts
-
-
-def _legacy_prefix_matches(fh, legacy: dict) -> bool:
+def _legacy_prefix_matches(fh: BinaryIO, legacy: dict) -> bool:
     """A ledger row of a release before file identities: sha256 of the file's first size_bytes raw bytes."""
     size, expected = legacy["size_bytes"], legacy["file_sha256"]
     if size is None or expected is None:

@@ -18,8 +18,9 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
-from .records import Record, parse_line
+from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, Stream, open_stream, read_lines
+from .records import Record, parse_raw_line
+from .timestamps import utc_now
 
 # app.jsonl, app.jsonl.gz, and the names rotation gives them: app.jsonl.1, app.jsonl.2.gz, app.jsonl-20261130(.gz)
 LOG_NAME = re.compile(r".+\.jsonl(?:\.\d{1,6}|-\d{8,14})?(?:\.gz)?")
@@ -149,7 +150,7 @@ def days_in_landing(
     days are taken from there. Elsewhere a day counts once one valid record holds it (a rejected line,
     however dated, never widens a run): only the first lines of each new day are parsed in full.
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or utc_now()
     known = known or {}
     root = landing_root(landing)
     days: set[date] = set()
@@ -170,7 +171,7 @@ def days_in_landing(
 
 
 def _valid_days(
-    stream: BinaryIO, now: datetime, max_line_bytes: int, bound: int | None, confirmed: set[date]
+    stream: Stream, now: datetime, max_line_bytes: int, bound: int | None, confirmed: set[date]
 ) -> set[date]:
     found: set[date] = set()
     try:
@@ -185,10 +186,7 @@ def _valid_days(
             day = _utc_day(m.group(1))
             if day is None or day in found or day in confirmed:
                 continue
-            try:
-                rec = parse_line(line.raw.decode("utf-8").lstrip("\ufeff"), now)
-            except UnicodeDecodeError:
-                continue
+            rec, _ = parse_raw_line(line, now, max_line_bytes)  # the ingest's own rule: only what it keeps counts
             if isinstance(rec, Record):
                 found.add(rec.day)
     except (*READ_ERRORS, DecompressedTooLarge):

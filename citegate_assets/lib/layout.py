@@ -157,6 +157,8 @@ def _profile_sections(
         if p.kind != BODY:
             continue
         ref = normalize_str(p.ref, unescape) if p.ref is not None else None
+        chunk_id: str | None
+        how: str | None
         if profile.chunk_ref == "chunk_id":
             chunk_id, how = ref, "chunk_id"
         else:  # position
@@ -179,21 +181,21 @@ def label_at(spans: list[tuple[int, int, str | None]], at: int) -> str | None:
 def _positions(sections: list[Section]) -> dict[str, str]:
     """What a cited id that is no retrieved id names, as ingest resolves it: a header's label (a document
     block's title), a header's number, else the N-th chunk found."""
-    named = [s for s in sections if s.chunk_id is not None]
+    named = [(s.header_ref, s.chunk_id) for s in sections if s.chunk_id is not None]
     refs: dict[str, str] = {}
-    for s in named:
-        if s.header_ref is not None and positional_ref(s.header_ref) is None:
-            refs.setdefault(s.header_ref, s.chunk_id)
-    if any(s.header_ref is not None and positional_ref(s.header_ref) is not None for s in named):
-        for s in named:
-            key = positional_ref(s.header_ref) if s.header_ref is not None else None
+    for header_ref, chunk_id in named:
+        if header_ref is not None and positional_ref(header_ref) is None:
+            refs.setdefault(header_ref, chunk_id)
+    if any(header_ref is not None and positional_ref(header_ref) is not None for header_ref, _ in named):
+        for header_ref, chunk_id in named:
+            key = positional_ref(header_ref) if header_ref is not None else None
             if key is not None:
-                refs.setdefault(key, s.chunk_id)
+                refs.setdefault(key, chunk_id)
     else:
         seen: list[str] = []
-        for s in named:
-            if s.chunk_id not in seen:
-                seen.append(s.chunk_id)
+        for _, chunk_id in named:
+            if chunk_id not in seen:
+                seen.append(chunk_id)
         for n, chunk_id in enumerate(seen, 1):
             refs.setdefault(str(n), chunk_id)
     return refs

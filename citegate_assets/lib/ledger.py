@@ -18,7 +18,9 @@ from datetime import date, datetime
 import duckdb
 import polars as pl
 
-LEDGER_SCHEMA = {
+from .timestamps import UTC_TIMESTAMP
+
+LEDGER_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "file_id": pl.String,
     "landing": pl.String,
     "file_name": pl.String,
@@ -32,14 +34,24 @@ LEDGER_SCHEMA = {
     "records_rejected": pl.Int64,
     "answers_rejected": pl.Int64,
     "detail": pl.String,
-    "first_seen_at": pl.Datetime("us", "UTC"),
-    "finished_at": pl.Datetime("us", "UTC"),
+    "first_seen_at": UTC_TIMESTAMP,
+    "finished_at": UTC_TIMESTAMP,
     "days": pl.List(pl.Date),
     "replaces": pl.List(pl.String),  # rows this one supersedes (entry:, path: or legacy: rows of the same file)
 }
 # statuses: complete | partial (a run stopped mid-file) | waiting (an unterminated tail or an unfinished .gz held
 # back) | failed (unreadable or too large at this size; read again when the file changes) | skipped (not a file to read)
 DONE = ("complete", "failed")
+
+
+@dataclass
+class FileTally:
+    """A file's counts so far: lines read = records ingested + records rejected."""
+
+    lines_read: int = 0
+    records_ingested: int = 0
+    records_rejected: int = 0
+    answers_rejected: int = 0
 
 
 def entry_id(landing: str, name: str) -> str:
@@ -97,7 +109,7 @@ def ledger_row(
     size: int | None = None,
     mtime_ns: int | None = None,
     consumed: int = 0,
-    tally=None,
+    tally: FileTally | None = None,
     detail: str | None = None,
     days: set[date] | None = None,
     replaces: list[str] | None = None,

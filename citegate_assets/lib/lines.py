@@ -20,6 +20,7 @@ RAW_KEEP_BYTES = 64 * 1024  # what a reject row keeps of an oversized line
 FINGERPRINT_BYTES = 4096  # a file is known by (at most) this much of its first line
 _EOL = re.compile(rb"\r\n?|\n")
 READ_ERRORS = (EOFError, OSError, zlib.error, gzip.BadGzipFile)
+Stream = BinaryIO | gzip.GzipFile  # a landing file as stored, or its decompressed content
 
 
 class PrefixChanged(Exception):
@@ -47,13 +48,13 @@ class ReadState:
     lines: int = 0
     held_bytes: int = 0  # an unterminated tail left for a later run
     inflated: int = 0  # bytes read from the (decompressed) stream
-    hasher: "hashlib._Hash" = field(default_factory=hashlib.sha256)
+    hasher: hashlib._Hash = field(default_factory=hashlib.sha256)
 
     def digest(self) -> str:
         return self.hasher.hexdigest()
 
 
-def open_stream(fh: BinaryIO, compressed: bool) -> BinaryIO:
+def open_stream(fh: BinaryIO, compressed: bool) -> Stream:
     return gzip.GzipFile(fileobj=fh, mode="rb") if compressed else fh
 
 
@@ -65,7 +66,8 @@ class _Current:
         self.state = state
         self.head = bytearray()
         self.length = 0
-        self.hasher = None  # a copy of the consumed bytes' hash, taken when the line's first bytes arrive
+        # a copy of the consumed bytes' hash, taken when the line's first bytes arrive
+        self.hasher: hashlib._Hash | None = None
 
     def absorb(self, seg: bytes) -> None:
         if self.hasher is None:
@@ -88,7 +90,7 @@ class _Current:
 
 
 def read_lines(
-    stream: BinaryIO,
+    stream: Stream,
     state: ReadState,
     *,
     max_line_bytes: int,
@@ -103,7 +105,7 @@ def read_lines(
     line before the damage was yielded; DecompressedTooLarge past max_inflated_bytes.
     """
     if verify:
-        _verify_prefix(stream, state, *verify, max_inflated_bytes)
+        _verify_prefix(stream, state, *verify)
     cur = _Current(state, max_line_bytes)
     cr_at_end = False  # the last chunk ended in CR: CRLF or a lone CR, the next chunk tells
     while chunk := _read(stream, state, max_inflated_bytes):
@@ -174,7 +176,7 @@ def _line_ends(chunk: bytes, pos: int):
         pos = at + 1
 
 
-def _read(stream: BinaryIO, state: ReadState, bound: int | None) -> bytes:
+def _read(stream: Stream, state: ReadState, bound: int | None) -> bytes:
     # read1: a damaged gzip stream then loses only the bytes of its last step, not a whole chunk of good lines
     chunk = stream.read1(CHUNK_BYTES) if isinstance(stream, gzip.GzipFile) else stream.read(CHUNK_BYTES)
     state.inflated += len(chunk)
@@ -183,7 +185,7 @@ def _read(stream: BinaryIO, state: ReadState, bound: int | None) -> bytes:
     return chunk
 
 
-def _verify_prefix(stream: BinaryIO, state: ReadState, nbytes: int, nlines: int, sha: str, bound: int | None) -> None:
+def _verify_prefix(stream: Stream, state: ReadState, nbytes: int, nlines: int, sha: str) -> None:
     remaining = nbytes
     while remaining > 0:
         block = stream.read(min(CHUNK_BYTES, remaining))
@@ -197,7 +199,7 @@ def _verify_prefix(stream: BinaryIO, state: ReadState, nbytes: int, nlines: int,
     state.consumed, state.lines = nbytes, nlines
 
 
-def first_line_fingerprint(stream: BinaryIO, final: bool) -> str | None:
+def first_line_fingerprint(stream: Stream, final: bool) -> str | None:
     """sha256 of the file's first line (at most FINGERPRINT_BYTES of it); None while that is still being written."""
     head = bytearray()
     while len(head) <= FINGERPRINT_BYTES:

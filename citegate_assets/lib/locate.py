@@ -134,7 +134,8 @@ def _until_overlap(
 
 
 def _occurrences(prompt: str, text: str, lo: int, hi: int, want: int) -> list[int]:
-    spots, at = [], lo
+    spots: list[int] = []
+    at = lo
     while len(spots) < want:
         found = prompt.find(text, at, hi)
         if found < 0:
@@ -148,7 +149,8 @@ def _assign(prompt: str, ids: list[str], spots: list[int], lo: int) -> list[tupl
     """Chunks of equal text to their occurrences: an id written just before an occurrence wins, then retrieved order."""
     if len(ids) == 1:
         return [(ids[0], spots[0])] if spots else []
-    free, pairs = list(ids), []
+    free = list(ids)
+    pairs: list[tuple[str | None, int]] = []
     for spot in spots:
         window = prompt[max(lo, spot - _ID_WINDOW_CHARS) : spot]
         named = [i for i in free if i in window]

@@ -48,7 +48,7 @@ def text_sha256(text: str) -> str:
 def parse_definition(path: Path) -> MetricDefinition:
     text = path.read_text(encoding="utf-8")
     header: dict[str, str] = {}
-    body_lines = []
+    body_lines: list[str] = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         if line.startswith("-- ") and ":" in line and not body_lines:
             key, _, value = line[3:].partition(":")
@@ -136,8 +136,8 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, definitions: list[MetricDefi
     con.execute("delete from metric_lineage")
     for d in definitions:
         con.execute(
-            f"insert into metric_lineage select $metric, $version, week_start, surface, breakdown, citation_id, request_id, "
-            f"numerator_weight from ({d.sql})",
+            "insert into metric_lineage select $metric, $version, week_start, surface, breakdown, citation_id, "
+            f"request_id, numerator_weight from ({d.sql})",
             {"metric": d.name, "version": d.version},
         )
     con.execute("delete from weekly_surface_metrics")

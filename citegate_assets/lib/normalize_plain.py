@@ -81,7 +81,11 @@ FOLD_TO = [
 
 # Unicode White_Space (what the vectorized N's regex \s and strip mean); Python's str.isspace differs
 # (it also counts U+001C..U+001F), so the class is spelled out.
-WHITESPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
 _RUNS = re.compile(f"[{re.escape(WHITESPACE)}]{{2,}}|[{re.escape(WHITESPACE.replace(' ', ''))}]")
 _NOT_WHITE_SPACE = re.compile("[\x1c-\x1f]")
 _ENTITY = re.compile("|".join(re.escape(e) for e in HTML_ENTITIES))
@@ -90,7 +94,8 @@ _FOLD = str.maketrans(dict(zip(FOLD_FROM, FOLD_TO)))
 
 
 def normalize_str(text: str, unescape: str = "none") -> str:
-    """N on one string: unescape (html profiles), line endings, NFC, fold look-alikes, NFC, collapse whitespace, trim."""
+    """N on one string: unescape (html profiles), line endings, NFC, fold look-alikes, NFC, collapse whitespace,
+    trim."""
     if unescape == "html":
         text = _ENTITY.sub(lambda m: _ENTITY_CHAR[m.group()], text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")

@@ -26,13 +26,21 @@ class Profile:
     unescape: str = "none"  # "html": the template HTML-escaped chunk text and question
     context_message: str = "any"  # in a chat body, which role's message holds the context block
     description: str = ""
-    _compiled: dict = field(default_factory=dict, compare=False, repr=False)
+    _compiled: dict[str, re.Pattern[str] | None] = field(default_factory=dict, compare=False, repr=False)
 
-    def regex(self, which: str) -> re.Pattern | None:
+    def regex(self, which: str) -> re.Pattern[str] | None:
+        """The compiled pattern of field `which`; None when it is unset (context_end, chunk_footer)."""
         if which not in self._compiled:
             pattern = getattr(self, which)
             self._compiled[which] = re.compile(pattern, re.MULTILINE) if pattern else None
         return self._compiled[which]
+
+    def required_regex(self, which: str) -> re.Pattern[str]:
+        """The compiled pattern of a field every profile sets (context_start, chunk_header)."""
+        compiled = self.regex(which)
+        if compiled is None:
+            raise ProfileError(f"profile {self.name!r}: {which} is empty")
+        return compiled
 
 
 class ProfileError(ValueError):
@@ -156,7 +164,7 @@ def split_prompt(
         if found or not _role_matches(role, profile.context_message):
             pieces.append(Piece(message_no, OUTSIDE, text))
             continue
-        start = profile.regex("context_start").search(text)
+        start = profile.required_regex("context_start").search(text)
         if start is None:
             pieces.append(Piece(message_no, OUTSIDE, text))
             continue
@@ -182,7 +190,7 @@ def _split_block(message_no: int, block: str, profile: Profile, retrieved_ids: l
     out: list[Piece] = []
     headers = [
         h
-        for h in profile.regex("chunk_header").finditer(block)
+        for h in profile.required_regex("chunk_header").finditer(block)
         if _names_a_chunk(h["ref"].strip(), profile, retrieved_ids)
     ]
     footer_re = profile.regex("chunk_footer")

@@ -101,10 +101,13 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
     status = e["status"] + (f" ({e['escalation_cause']})" if e.get("escalation_cause") else "")
     if e.get("reviewed_by"):
         status += f" by {e['reviewed_by']}"
-    source = PASSAGE_SOURCES.get(e.get("passage_source"), NO_PASSAGE) if e.get("passage") is not None else NO_PASSAGE
+    source = (
+        PASSAGE_SOURCES.get(e.get("passage_source") or "", NO_PASSAGE) if e.get("passage") is not None else NO_PASSAGE
+    )
     passage = passage_around_span(e, passage_chars)
     lines = [
-        f"  {ident(e['citation_id'])}  [{safe(status)}]  surface={safe(e['surface'])}  day={e['day']}  owner={safe(e['owner'])}",
+        f"  {ident(e['citation_id'])}  [{safe(status)}]  surface={safe(e['surface'])}  day={e['day']}  "
+        f"owner={safe(e['owner'])}",
         _wrap("claim", e["claim"]),
         _wrap("span", e["span"]),
         f"    {'chunk':<12}{safe(e['chunk_id'])}  ({source})",
@@ -132,7 +135,8 @@ def render_groups(groups: list[dict], entries: list[dict]) -> str:
     for g in groups:
         out.append("")
         out.append(
-            f"== {safe(g['reason'])}  ({plural(g['entries'], 'entry', 'entries')}, {g['open']} open; owner: {safe(g['owners'])})"
+            f"== {safe(g['reason'])}  ({plural(g['entries'], 'entry', 'entries')}, {g['open']} open; "
+            f"owner: {safe(g['owners'])})"
         )
         shown = by_reason.get(g["reason"], [])
         for e in shown:
@@ -157,7 +161,8 @@ def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
     prompt, what it looked for, and the start of the prompt, so a reviewer sees why."""
     template, status = entry.get("template"), entry.get("profile_status")
     lines = [
-        f"  no location in the prompt: profile {quote(template)} (prompts.template) read it, profile_status {safe(status)}"
+        f"  no location in the prompt: profile {quote(template)} (prompts.template) read it, "
+        f"profile_status {safe(status)}"
     ]
     if status == "no_context_block":
         lines.append("  the profile did not find the context block it looks for:")

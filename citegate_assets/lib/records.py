@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from .containers import ENCODINGS
+from .lines import RAW_KEEP_BYTES, Line
 
-LOG_FORMAT = "citegate-log/1"
 # Daily partitions start here; an earlier logged_at has no partition and is rejected, not lost.
 EARLIEST_DAY = date(2020, 1, 1)
 FUTURE_SLACK = timedelta(days=1)
 
+BOM = b"\xef\xbb\xbf"
 REQUIRED = {"request_id": str, "logged_at": str, "surface": str, "answer_model": str, "prompt": str}
 MAX_RANK = 2**31 - 1
 # RFC 3339 date-time (section 5.6): "T"/"t" (or a space), seconds required, "Z"/"z" or ±hh:mm
@@ -47,6 +48,25 @@ class Record:
     @property
     def day(self) -> date:
         return self.logged_at.date()
+
+
+def parse_raw_line(line: Line, now: datetime, max_line_bytes: int) -> tuple[Record | Reject, str]:
+    """A line as read from a landing file: its record or reject, and its text (what a reject row keeps of it)."""
+    raw = line.raw
+    if line.no == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM) :]  # a UTF-8 byte order mark is an encoding artifact, not content
+    if line.too_long:
+        return Reject(
+            "line_too_long",
+            f"line of {line.length} bytes exceeds {max_line_bytes}; raw_line keeps the first {RAW_KEEP_BYTES}",
+        ), raw[:RAW_KEEP_BYTES].decode("utf-8", "backslashreplace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Reject("invalid_utf8", f"not UTF-8 at byte {exc.start}"), raw.decode("utf-8", "backslashreplace")
+    if "\x00" in text:
+        return Reject("nul_byte", f"NUL byte at character {text.index(chr(0))}"), text.replace("\x00", "\\x00")
+    return parse_line(text, now), text
 
 
 def parse_line(line: str, now: datetime) -> Record | Reject:

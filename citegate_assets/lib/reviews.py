@@ -116,9 +116,9 @@ def make_review(
     for name, value in (("citation_id", citation_id), ("outcome", outcome), ("queue_reason", queue_reason)):
         if not isinstance(value, str):
             raise ReviewError(f"{name} must be a string, got {type(value).__name__}")
-    for name, value in (("cause", cause), ("note", note), ("reviewer", reviewer)):
-        if value is not None and not isinstance(value, str):
-            raise ReviewError(f"{name} must be a string or None, got {type(value).__name__}")
+    for name, optional in (("cause", cause), ("note", note), ("reviewer", reviewer)):
+        if optional is not None and not isinstance(optional, str):
+            raise ReviewError(f"{name} must be a string or None, got {type(optional).__name__}")
     outcome = outcome.strip().lower()
     cause = (cause.strip().lower() or None) if cause is not None else None
     note = (note.strip() or None) if note is not None else None

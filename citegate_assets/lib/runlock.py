@@ -13,7 +13,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,7 +34,11 @@ _held_guard = threading.Lock()
 
 @contextmanager
 def run_lock(
-    warehouse: Path, *, wait_s: float = 0.0, on_wait=None, hint: str = "try again when it ends, or pass --wait SECONDS"
+    warehouse: Path,
+    *,
+    wait_s: float = 0.0,
+    on_wait: Callable[[str], None] | None = None,
+    hint: str = "try again when it ends, or pass --wait SECONDS",
 ) -> Iterator[None]:
     path = lock_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,9 +10,9 @@ import hashlib
 from datetime import date
 
 import duckdb
-import polars as pl
 
 from .config import Config
+from .policies import registered_policies
 from .warehouse import run_script
 
 SALT = "citegate-sample-v1:"
@@ -22,21 +22,9 @@ def sample_key(citation_id: str) -> float:
     return int(hashlib.sha256((SALT + citation_id).encode()).hexdigest()[:13], 16) / 2**52
 
 
-def policies_frame(config: Config) -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            {"surface": name, "stakes": p.stakes, "sample_rate": float(p.sample_rate)}
-            for name, p in config.surfaces.items()
-        ]
-    )
-
-
 def select_sample(con: duckdb.DuckDBPyConnection, start: date, end: date, config: Config) -> None:
     """Replace support_sample for [start, end) in the caller's transaction."""
     params = {"start": start, "end": end}
-    con.register("surface_policies", policies_frame(config).to_arrow())
-    try:
+    with registered_policies(con, config, start, end):
         run_script(con, "support/delete_sample", params)
         run_script(con, "support/support_sample", {**params, "salt": SALT})
-    finally:
-        con.unregister("surface_policies")

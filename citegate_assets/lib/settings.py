@@ -2,21 +2,21 @@
 
 Precedence, the same for every setting:
 
-    1. the command-line flag (or the resource's run config, which the CLI fills from what it resolved)
+    1. the command-line flag (or the resources' run config, which the CLI fills from what it resolved)
     2. the environment variable
     3. the config file's value (only [queue].reviews and [calibration].labels; a relative path is
        relative to the config file's folder)
     4. the default
 
-| setting      | flag        | environment        | config file           | default                                         |
-|--------------|-------------|--------------------|-----------------------|-------------------------------------------------|
-| config       | --config    | CITEGATE_CONFIG    |                       | ./citegate.toml if present, else built-in       |
-| landing      | --logs      | CITEGATE_LOGS      |                       | ./data/landing                                  |
-| warehouse    | --warehouse | CITEGATE_WAREHOUSE |                       | ./data/warehouse.duckdb                         |
-| published    | --published | CITEGATE_PUBLISHED |                       | <warehouse dir>/<stem>.published.duckdb         |
-| reviews      | --reviews   | CITEGATE_REVIEWS   | [queue].reviews       | <warehouse dir>/<stem>.reviews/                 |
-| labels       | --labels    | CITEGATE_LABELS    | [calibration].labels  | <warehouse dir>/<stem>.labels/                  |
-| dagster home |             | DAGSTER_HOME       |                       | <warehouse dir>/dagster_home/                   |
+| setting      | flag        | environment        | config file          | default                                   |
+|--------------|-------------|--------------------|----------------------|-------------------------------------------|
+| config       | --config    | CITEGATE_CONFIG    |                      | ./citegate.toml if present, else built-in |
+| landing      | --logs      | CITEGATE_LOGS      |                      | ./data/landing                            |
+| warehouse    | --warehouse | CITEGATE_WAREHOUSE |                      | ./data/warehouse.duckdb                   |
+| published    | --published | CITEGATE_PUBLISHED |                      | <warehouse dir>/<stem>.published.duckdb   |
+| reviews      | --reviews   | CITEGATE_REVIEWS   | [queue].reviews      | <warehouse dir>/<stem>.reviews/           |
+| labels       | --labels    | CITEGATE_LABELS    | [calibration].labels | <warehouse dir>/<stem>.labels/            |
+| dagster home |             | DAGSTER_HOME       |                      | <warehouse dir>/dagster_home/             |
 
 Relative flags and environment values are relative to the current directory; so are the defaults
 (never the installed package). The reviews log, the labels and the Dagster home belong to a
@@ -105,17 +105,6 @@ class Settings:
         """A copy with one setting replaced (e.g. the demo's built-in labels)."""
         return replace(self, **{name: value}, sources={**self.sources, name: (kind, text)})
 
-    def resource_config(self) -> dict[str, str]:
-        """The run config of WarehouseResource that makes it use exactly these paths."""
-        return {
-            "database": str(self.warehouse),
-            "landing_folder": str(self.landing),
-            "config_file": str(self.config) if self.config else BUILTIN_CONFIG,
-            "published": str(self.published),
-            "reviews_path": str(self.reviews),
-            "labels_path": str(self.labels),
-        }
-
 
 def resolve(
     *,
@@ -135,74 +124,118 @@ def resolve(
     given_as names where the arguments came from in describe() (default: the flag's name).
     Raises SettingsError for a config file that is missing or not TOML.
     """
-    env = os.environ if env is None else env
-    base = Path(cwd) if cwd is not None else Path.cwd()
-    flags = {
-        "config": config,
-        "landing": landing,
-        "warehouse": warehouse,
-        "published": published,
-        "reviews": reviews,
-        "labels": labels,
-        "dagster_home": dagster_home,
-    }
-    sources: dict[str, tuple[str, str]] = {}
-    values: dict[str, Path | None] = {}
+    at = _Resolution(env, cwd, given_as)
+    config_file = at.config(config)
+    at.raw_config(config_file)  # a missing or broken config file is an error even when no path comes from it
+    db = at.top("warehouse", warehouse)
+    return Settings(
+        config=config_file,
+        landing=at.top("landing", landing),
+        warehouse=db,
+        published=at.beside("published", published, warehouse=db, config=config_file),
+        reviews=at.beside("reviews", reviews, warehouse=db, config=config_file),
+        labels=at.beside("labels", labels, warehouse=db, config=config_file),
+        dagster_home=at.beside("dagster_home", dagster_home, warehouse=db, config=config_file),
+        sources=at.sources,
+    )
 
-    def explicit(name: str) -> str | None:
-        flag = flags[name]
+
+# One setting at a time, for the Dagster resources (each holds its own flags): the same rules as resolve()
+
+
+Flag = str | os.PathLike | None
+Env = Mapping[str, str] | None
+
+
+def resolve_config(flag: Flag = None, *, env: Env = None, cwd: Flag = None) -> Path | None:
+    """The config file in force, None for the built-in defaults (the file is not read here)."""
+    return _Resolution(env, cwd).config(flag)
+
+
+def resolve_top(name: str, flag: Flag = None, *, env: Env = None, cwd: Flag = None) -> Path:
+    """landing or warehouse: the flag, the environment, the default (never the config file)."""
+    return _Resolution(env, cwd).top(name, flag)
+
+
+def resolve_beside(
+    name: str, flag: Flag = None, *, warehouse: Path, config: Path | None, env: Env = None, cwd: Flag = None
+) -> Path:
+    """published, reviews, labels or dagster_home: the flag, the environment, the config file's value
+    (reviews, labels), then the default beside the warehouse."""
+    return _Resolution(env, cwd).beside(name, flag, warehouse=warehouse, config=config)
+
+
+TOP_DEFAULTS = {"landing": "data/landing", "warehouse": "data/warehouse.duckdb"}
+
+
+class _Resolution:
+    """The precedence, implemented once: the flag, the environment variable, the config file, the default.
+    Records where each value came from in sources."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike | None,
+        given_as: str | None = None,
+    ) -> None:
+        self.env = os.environ if env is None else env
+        self.base = Path(cwd) if cwd is not None else Path.cwd()
+        self.given_as = given_as
+        self.sources: dict[str, tuple[str, str]] = {}
+        self._raw: dict[Path, dict] = {}
+
+    def raw_config(self, path: Path | None) -> dict:
+        if path is not None and path not in self._raw:
+            self._raw[path] = _read_config(path)
+        return self._raw.get(path, {}) if path is not None else {}
+
+    def explicit(self, name: str, flag: str | os.PathLike | None) -> str | None:
         if flag is not None and str(flag) != "":
-            sources[name] = ("flag", f"from {given_as or FLAGS[name]}")
+            self.sources[name] = ("flag", f"from {self.given_as or FLAGS[name]}")
             return str(flag)
-        if env.get(ENV[name]):
-            sources[name] = ("env", f"from ${ENV[name]}")
-            return env[ENV[name]]
+        if self.env.get(ENV[name]):
+            self.sources[name] = ("env", f"from ${ENV[name]}")
+            return self.env[ENV[name]]
         return None
 
-    # the config file
-    chosen = explicit("config")
-    if chosen == BUILTIN_CONFIG:
-        values["config"] = None
-    elif chosen is not None:
-        values["config"] = _absolute(chosen, base)
-    else:
-        local = base / "citegate.toml"
-        values["config"] = _absolute(local, base) if local.is_file() else None
-        sources["config"] = (
-            "default",
-            "default: ./citegate.toml" if values["config"] else "default: no ./citegate.toml here",
-        )
-    raw = _read_config(values["config"])
-
-    for name, default in (("landing", "data/landing"), ("warehouse", "data/warehouse.duckdb")):
-        chosen = explicit(name)
-        values[name] = _absolute(chosen if chosen is not None else default, base)
-        if chosen is None:
-            sources[name] = ("default", f"default: {DEFAULTS[name]}")
-
-    db: Path = values["warehouse"]  # type: ignore[assignment]
-    beside = {
-        "published": db.with_name(db.stem + ".published.duckdb"),
-        "reviews": db.with_name(db.stem + ".reviews"),
-        "labels": db.with_name(db.stem + ".labels"),
-        "dagster_home": db.parent / "dagster_home",
-    }
-    for name, default_path in beside.items():
-        chosen = explicit(name)
+    def config(self, flag: str | os.PathLike | None) -> Path | None:
+        chosen = self.explicit("config", flag)
+        if chosen == BUILTIN_CONFIG:
+            return None
         if chosen is not None:
-            values[name] = _absolute(chosen, base)
-            continue
-        if name in CONFIG_KEYS and values["config"] is not None:
+            return _absolute(chosen, self.base)
+        local = self.base / "citegate.toml"
+        found = _absolute(local, self.base) if local.is_file() else None
+        self.sources["config"] = (
+            "default",
+            "default: ./citegate.toml" if found else "default: no ./citegate.toml here",
+        )
+        return found
+
+    def top(self, name: str, flag: str | os.PathLike | None) -> Path:
+        chosen = self.explicit(name, flag)
+        if chosen is None:
+            self.sources[name] = ("default", f"default: {DEFAULTS[name]}")
+        return _absolute(chosen if chosen is not None else TOP_DEFAULTS[name], self.base)
+
+    def beside(self, name: str, flag: str | os.PathLike | None, *, warehouse: Path, config: Path | None) -> Path:
+        chosen = self.explicit(name, flag)
+        if chosen is not None:
+            return _absolute(chosen, self.base)
+        if name in CONFIG_KEYS and config is not None:
             section, key = CONFIG_KEYS[name]
+            raw = self.raw_config(config)
             value = raw.get(section, {}).get(key) if isinstance(raw.get(section), dict) else None
             if isinstance(value, str) and value.strip():
-                values[name] = _absolute(value, values["config"].parent)
-                sources[name] = ("config", f"from {values['config'].name} [{section}].{key}")
-                continue
-        values[name] = default_path
-        sources[name] = ("default", f"default: {DEFAULTS[name]}")
-
-    return Settings(**values, sources=sources)  # type: ignore[arg-type]
+                self.sources[name] = ("config", f"from {config.name} [{section}].{key}")
+                return _absolute(value, config.parent)
+        self.sources[name] = ("default", f"default: {DEFAULTS[name]}")
+        return {
+            "published": warehouse.with_name(warehouse.stem + ".published.duckdb"),
+            "reviews": warehouse.with_name(warehouse.stem + ".reviews"),
+            "labels": warehouse.with_name(warehouse.stem + ".labels"),
+            "dagster_home": warehouse.parent / "dagster_home",
+        }[name]
 
 
 def _absolute(value: str | os.PathLike, base: Path) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from datetime import datetime
 
 import duckdb
 import polars as pl
@@ -19,13 +19,14 @@ import polars as pl
 from .judge.base import Judge, JudgeRequest, JudgeResult
 from .judge.factory import estimated_cost
 from .judge.prompt import TEMPLATE_VERSION
+from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import load_sql, query
 
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 CHUNK = 1024  # answers written every this many calls: a killed run keeps all but the last chunk
 HEURISTIC_PREFIX = "citegate-heuristic"
 
-RESULT_SCHEMA = {
+RESULT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "item_id": pl.String,
     "judge_model": pl.String,
     "template_version": pl.String,
@@ -37,7 +38,7 @@ RESULT_SCHEMA = {
     "completion_tokens": pl.Int32,
     "cost_usd": pl.Float64,
     "attempts": pl.Int32,
-    "judged_at": pl.Datetime("us", "UTC"),
+    "judged_at": UTC_TIMESTAMP,
 }
 
 
@@ -81,7 +82,7 @@ def judge_items(
                 progress(base + n, total)
 
         results = judge.judge(requests, chunk_progress)
-        now = datetime.now(timezone.utc)
+        now = utc_now()
         rows = [_row(r, model, prices, now) for r in results]
         for request, row in zip(requests, rows):
             fresh[request.key] = row

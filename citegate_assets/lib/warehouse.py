@@ -14,7 +14,7 @@ from .settings import sql_dir
 
 SQL_DIR = sql_dir()  # package data: the project's sql/ in a checkout, a copy inside a wheel
 # Bounded memory for a nightly run on a laptop; DuckDB spills beyond it.
-DEFAULT_SETTINGS = {"memory_limit": "4GB", "preserve_insertion_order": False}
+DEFAULT_SETTINGS: dict[str, str | bool] = {"memory_limit": "4GB", "preserve_insertion_order": False}
 
 
 class WarehouseLockedError(RuntimeError):
@@ -64,7 +64,8 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     version = schema_version(con)
     if version is not None and version > SCHEMA_VERSION:
         raise SchemaError(
-            f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: upgrade citegate"
+            f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: "
+            "upgrade citegate"
         )
     if version == SCHEMA_VERSION:
         return
@@ -102,13 +103,17 @@ def _migration(number: int) -> str:
 
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Commit when the body ends, roll back when it (or the commit) raises; the first error is the one raised."""
     con.execute("begin transaction")
     try:
         yield con
+        con.execute("commit")
     except BaseException:
-        con.execute("rollback")
+        try:
+            con.execute("rollback")
+        except duckdb.Error:
+            pass  # a failed commit has already ended the transaction
         raise
-    con.execute("commit")
 
 
 def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> None:

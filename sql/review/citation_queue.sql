@@ -1,5 +1,6 @@
 -- The review queue for [$start, $end): one row per citation that fails either gate, with everything a
--- reviewer needs. Owners come from the registered relation queue_owners (reason → owner, then surface → owner).
+-- reviewer needs. Owner: the reason's (registered relation queue_owners), else the surface's (registered relation
+-- surface_policies, which lib/policies.py resolves for every surface of the days).
 insert into citation_queue
 with cited as (
     select
@@ -37,7 +38,7 @@ section as (
 select
     f.citation_id, f.request_id, f.day, f.surface, f.reason,
     case when f.provenance_reason = 'ok' then 'support' else 'provenance' end as gate,
-    coalesce(o.owner, so.owner, d.owner) as owner,
+    coalesce(o.owner, sp.owner) as owner,
     f.claim, f.chunk_id, f.span,
     coalesce(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), rt.text_normalized) as passage,
     case when s.citation_id is not null then 'prompt' when rt.chunk_id is not null then 'retrieved' else 'none' end as passage_source,
@@ -56,6 +57,5 @@ join prompts p on p.request_id = f.request_id and p.day >= $start and p.day < $e
 left join section s on s.citation_id = f.citation_id
 left join retrievals rt on rt.request_id = f.request_id and rt.chunk_id = f.chunk_id and rt.day >= $start and rt.day < $end
 left join queue_owners o on o.reason = f.reason
-left join surface_owners so on so.surface = f.surface
-cross join (select owner from surface_owners where surface = 'default') d
+left join surface_policies sp on sp.surface = f.surface
 left join review_outcomes l on l.citation_id = f.citation_id and l.is_latest

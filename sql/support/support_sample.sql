@@ -1,5 +1,5 @@
--- Which provenance-passing citations of [$start, $end) are judged, and why (surface policy from
--- the registered relation surface_policies; unlisted surfaces take the 'default' row).
+-- Which provenance-passing citations of [$start, $end) are judged, and why (each surface's policy from the
+-- registered relation surface_policies, which lib/policies.py resolves for every surface of the days).
 insert into support_sample
 with passing as (
     select citation_id, request_id, day, surface
@@ -7,10 +7,9 @@ with passing as (
     where day >= $start and day < $end and reason = 'ok'
 ),
 policy as (
-    select p.*, coalesce(s.stakes, d.stakes) as stakes, coalesce(s.sample_rate, d.sample_rate) as sample_rate
+    select p.*, s.stakes, s.sample_rate
     from passing p
-    left join surface_policies s on s.surface = p.surface
-    cross join (select stakes, sample_rate from surface_policies where surface = 'default') d
+    join surface_policies s on s.surface = p.surface
 ),
 keyed as (
     -- 52 bits of sha256: uniform in [0, 1), stable across runs, machines and DuckDB versions

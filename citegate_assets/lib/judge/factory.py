@@ -16,12 +16,10 @@ ENV_MODEL = "CITEGATE_JUDGE_MODEL"
 def effective_judge_config(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> JudgeConfig:
     """The environment overrides the file: CITEGATE_JUDGE_BASE_URL and CITEGATE_JUDGE_MODEL."""
     env = os.environ if env is None else env
-    changes = {}
-    if env.get(ENV_BASE_URL):
-        changes["base_url"] = env[ENV_BASE_URL]
-    if env.get(ENV_MODEL):
-        changes["model"] = env[ENV_MODEL]
-    return replace(cfg, **changes) if changes else cfg
+    base_url, model = env.get(ENV_BASE_URL), env.get(ENV_MODEL)
+    if not base_url and not model:
+        return cfg
+    return replace(cfg, base_url=base_url or cfg.base_url, model=model or cfg.model)
 
 
 def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:

@@ -387,8 +387,9 @@ def _neighbours(seq: list[str | Quantity], i: int, reach: int) -> set[str]:
     for step in (-1, 1):
         j, taken = i + step, 0
         while 0 <= j < len(seq) and taken < reach:
-            if isinstance(seq[j], str):
-                found.add(seq[j])
+            item = seq[j]
+            if isinstance(item, str):
+                found.add(item)
                 taken += 1
             j += step
     return found

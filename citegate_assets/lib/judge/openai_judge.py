@@ -199,7 +199,7 @@ class OpenAIJudge:
                     attempts=attempts,
                 )
             if not outcome.retriable:  # 400, 401, 404, ...: the request itself is wrong; retrying won't help
-                breaker.failure()  # a wrong key or model fails every pair: stop after the threshold, not after 100k calls
+                breaker.failure()  # a wrong key or model fails every pair: stop at the threshold, not after 100k calls
                 return JudgeResult(key=request.key, verdict="error", raw_answer=outcome.describe(), attempts=attempts)
             if attempts > s.max_retries:
                 breaker.failure()

@@ -1,0 +1,3 @@
+-- Prompts stored now, and the most ever recorded after an ingest (prompts_match_their_sha256).
+select (select count(*) from prompts) as stored,
+       (select coalesce(max(prompts), 0) from prompt_count_history) as most_ever_stored

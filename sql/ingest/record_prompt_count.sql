@@ -1,0 +1,2 @@
+-- After each ingest: how many prompts are stored, so prompts_match_their_sha256 can see the log never shrinks.
+insert into prompt_count_history (checked_at, prompts) select $recorded_at, count(*) from prompts

@@ -1,0 +1,1 @@
+delete from metric_definitions

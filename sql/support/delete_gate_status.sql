@@ -1,0 +1,1 @@
+delete from support_gate_status

@@ -1,0 +1,70 @@
+"""Dagster is imported only by the commands that run it: help and the readers start without it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from citegate_assets.lib.warehouse import connect, ensure_schema
+
+# Runs one command in a fresh interpreter, then says on stderr whether dagster was imported.
+RUNNER = """
+import sys
+from citegate_assets.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+finally:
+    print("dagster imported:", "dagster" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A small landing folder and a published copy with the schema (empty: the readers still run through)."""
+    root = tmp_path_factory.mktemp("cli_imports")
+    assert _dagster_imported(root, "gen-logs", "--out", "landing", "--days", "1", "--requests-per-day", "5") is False
+    with connect(root / "w.published.duckdb") as con:
+        ensure_schema(con)
+    return root
+
+
+def _dagster_imported(cwd, *argv: str) -> bool:
+    env = {**os.environ, "CITEGATE_WAREHOUSE": str(cwd / "w.duckdb"), "DAGSTER_HOME": str(cwd / "dagster_home")}
+    env.pop("CITEGATE_PUBLISHED", None)
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    found = re.findall(r"^dagster imported: (True|False)$", done.stderr, re.MULTILINE)
+    assert found, done.stderr
+    return found[-1] == "True"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        [],
+        ["queue", "--help"],
+        ["metrics"],
+        ["queue"],
+        ["queue", "show", "r1#0"],
+        ["trace", "--metric", "provenance_pass_rate", "--surface", "s", "--week", "2026-11-02"],
+        ["review", "r1#0", "accept", "--reviewer", "t"],
+        ["doctor", "--logs", "landing", "--limit", "5"],
+        ["gen-logs", "--out", "more", "--days", "1", "--requests-per-day", "2"],
+    ],
+    ids=" ".join,
+)
+def test_readers_and_help_do_not_import_dagster(work, argv):
+    assert _dagster_imported(work, *argv) is False
+
+
+@pytest.mark.parametrize("argv", [["run", "--logs", "nowhere"], ["calibrate", "--labels", "nowhere"]], ids=" ".join)
+def test_commands_that_run_dagster_import_it(work, argv):
+    assert _dagster_imported(work, *argv) is True  # imported first, before the missing folder is reported
