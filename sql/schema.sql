@@ -382,5 +382,5 @@ create table if not exists weekly_breakdowns (
 
 create table if not exists prompt_count_history (
     checked_at timestamptz not null,
-    prompts bigint not null              -- stored prompts at each tamper check: the log never shrinks
+    prompts bigint not null              -- stored prompts after each ingest: the log never shrinks
 );

@@ -1,5 +1,6 @@
-"""Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks
-that keep them honest, and the published warehouse for the data team (SPEC sections 9-10)."""
+"""Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks that keep them
+honest, and the published warehouse for the data team (README "Weekly metrics" and "For the data team"; SPEC
+sections 9-10)."""
 
 from collections.abc import Iterator
 

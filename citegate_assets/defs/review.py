@@ -1,4 +1,5 @@
-"""Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (SPEC 6-7)."""
+"""Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (README "The review queue";
+SPEC sections 6-7)."""
 
 from datetime import datetime
 

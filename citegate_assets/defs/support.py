@@ -1,4 +1,5 @@
-"""Support stage: which citations are judged, the numeric check, and the judge's verdicts (SPEC section 5)."""
+"""Support stage: which citations are judged, the numeric check, and the judge's verdicts (README "The support gate";
+SPEC section 5)."""
 
 import dagster as dg
 import duckdb

@@ -1,4 +1,5 @@
-"""Calibration math (SPEC section 8): how often the judge says yes where a human did not.
+"""Calibration math (README "The support gate", calibration; SPEC section 8): how often the judge says yes where a
+human did not.
 
 Pure polars over (human label, judge verdict) pairs; no I/O.
 """

@@ -1,4 +1,5 @@
-"""Preregistered metric definitions (SPEC section 9): SQL files with a header, pinned by a lock file.
+"""Preregistered metric definitions (README "Weekly metrics"; SPEC section 9): SQL files with a header, pinned by a
+lock file.
 
 Each definition is one query returning its *membership*: one row per citation in the denominator
 (week_start, surface, breakdown, citation_id, request_id, numerator_weight). The numbers are sums

@@ -1,4 +1,5 @@
-"""N (SPEC section 3) on one string in plain Python, for the serving-path guard: no polars there.
+"""N (README "Normalization"; SPEC section 3) on one string in plain Python, for the serving-path guard: no polars
+there.
 
 Same steps and tables as the vectorized N in lib/normalize.py (which takes its tables from here);
 tests/test_normalize_plain.py holds the two equal on arbitrary text.

@@ -1,4 +1,5 @@
-"""The provenance gate over the warehouse (SPEC section 4): SQL in sql/provenance, run per day range."""
+"""The provenance gate over the warehouse (README "The provenance gate"; SPEC section 4): SQL in sql/provenance, run
+per day range."""
 
 from __future__ import annotations
 

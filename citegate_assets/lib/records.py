@@ -1,4 +1,5 @@
-"""Validation of one citegate-log/1 line (SPEC section 2). Pure: a line in, a record or a reject out."""
+"""Validation of one citegate-log/1 line (README "The log format"; SPEC section 2). Pure: a line in, a record or a
+reject out."""
 
 from __future__ import annotations
 

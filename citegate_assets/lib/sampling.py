@@ -1,4 +1,5 @@
-"""The support sample (SPEC section 5): high stakes → all, low → a stable hash sample, off → none.
+"""The support sample (README "The support gate"; SPEC section 5): high stakes → all, low → a stable hash sample, off →
+none.
 
 The sample key is 52 bits of sha256 over the citation id, computed in SQL for the whole day at once;
 `sample_key` is the same function in Python, so anyone can recompute why a citation was picked.

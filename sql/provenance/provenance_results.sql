@@ -1,4 +1,4 @@
--- Provenance gate (SPEC section 4): one row per citation of the days [$start, $end).
+-- Provenance gate (README "The provenance gate"; SPEC section 4): one row per citation of the days [$start, $end).
 -- Every comparison is between normalized texts: citations.span_normalized against
 -- prompts.prompt_normalized, using the context block and chunk-body offsets stored at ingest.
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
