@@ -19,6 +19,7 @@ import duckdb
 import polars as pl
 
 from .timestamps import UTC_TIMESTAMP
+from .warehouse import query
 
 LEDGER_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "file_id": pl.String,
@@ -75,7 +76,7 @@ class Ledger:
 
     @classmethod
     def load(cls, con: duckdb.DuckDBPyConnection) -> "Ledger":
-        rel = con.sql("select * exclude (days), days from ingested_files")
+        rel = query(con, "ingest/ledger")
         ledger = cls()
         for values in rel.fetchall():
             ledger.remember(dict(zip(rel.columns, values)))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from .warehouse import SQL_DIR, load_sql
+from .warehouse import SQL_DIR, load_sql, run_script
 
 METRICS_DIR = SQL_DIR / "metrics"
 LOCK_FILE = METRICS_DIR / "metrics.lock.json"
@@ -134,14 +134,12 @@ def update_lock(definitions: list[MetricDefinition], path: Path | None = None) -
 
 def compute_metrics(con: duckdb.DuckDBPyConnection, definitions: list[MetricDefinition], now: datetime) -> None:
     """Rebuild metric_lineage, weekly_surface_metrics and weekly_breakdowns (in the caller's transaction)."""
-    con.execute("delete from metric_lineage")
+    run_script(con, "metric_tables/clear")
     for d in definitions:
         con.execute(
             "insert into metric_lineage select $metric, $version, week_start, surface, breakdown, citation_id, "
             f"request_id, numerator_weight from ({d.sql})",
             {"metric": d.name, "version": d.version},
         )
-    con.execute("delete from weekly_surface_metrics")
-    con.execute("delete from weekly_breakdowns")
     con.execute(load_sql("metric_tables/aggregate_headline"), {"now": now})
     con.execute(load_sql("metric_tables/aggregate_breakdowns"), {"now": now})
