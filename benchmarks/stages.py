@@ -67,17 +67,20 @@ def reference(args: dict) -> dict:
     """The seed's way on a random sample (it is too slow for the whole day), and verdict equality with the gate."""
     from benchmarks.reference import reference_reason
     from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.loggen import SURFACES
     from citegate_assets.lib.warehouse import connect
 
     config = load_config(args.get("config"))
+    # the seed's method needs the template's patterns: the one the generator rendered each surface with
+    rendered_with = {s.name: s.template for s in SURFACES}
     with connect(args["warehouse"], read_only=True) as con:
         ids = [r for (r,) in con.sql("select citation_id from provenance_results order by citation_id").fetchall()]
         sample = sorted(random.Random(7).sample(ids, min(args["sample"], len(ids))))
         con.register("sample_ids", __import__("polars").DataFrame({"citation_id": sample}).to_arrow())
         rows = con.sql(
             """
-            select c.citation_id, p.prompt_raw, p.prompt_encoding, p.template, c.chunk_id, c.span, r.reason,
-                c.request_id
+            select c.citation_id, p.prompt_raw, p.prompt_encoding, p.template, p.surface, c.chunk_id, c.span,
+                r.reason, c.request_id
             from sample_ids s join citations c using (citation_id) join prompts p on p.request_id = c.request_id
             join provenance_results r on r.citation_id = c.citation_id
             """
@@ -90,8 +93,9 @@ def reference(args: dict) -> dict:
             retrieved.setdefault(rid, {})[chunk_id] = text
     t0 = time.perf_counter()
     mismatches = []
-    for citation_id, prompt, encoding, template, chunk_id, span, fast_reason, rid in rows:
-        ref = reference_reason(prompt, encoding, config.profile(template), retrieved.get(rid, {}), chunk_id, span)
+    for citation_id, prompt, encoding, template, surface, chunk_id, span, fast_reason, rid in rows:
+        profile = config.profile(rendered_with[surface] if template in (None, "auto") else template)
+        ref = reference_reason(prompt, encoding, profile, retrieved.get(rid, {}), chunk_id, span)
         if ref != fast_reason:
             mismatches.append((citation_id, ref, fast_reason))
     seconds = time.perf_counter() - t0
