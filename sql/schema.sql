@@ -41,7 +41,8 @@ create table if not exists prompts (
     message_bounds struct(role varchar, "start" bigint, "end" bigint)[],
     n_sections integer not null,
     normalization_version varchar not null,
-    ingested_at timestamptz not null
+    ingested_at timestamptz not null,
+    prompt_reconstructed boolean          -- schema 4: true when an adapter rebuilt the prompt from captured messages
 );
 
 create table if not exists prompt_sections (
@@ -83,7 +84,8 @@ create table if not exists citations (
     span_normalized varchar not null,
     claim_normalized varchar not null,
     normalization_version varchar not null,
-    cited_as varchar                     -- schema 3: the id as the answer gave it, when that was a position ("[2]")
+    cited_as varchar,                    -- schema 3: the id as the answer gave it, when that was a position ("[2]")
+    location_mismatch varchar            -- schema 4: a native citation whose cited text is not at its location: why
 );
 
 create table if not exists ingest_rejects (
