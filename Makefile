@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test lint ui bench install clean fixtures guard-examples
+.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,15 @@ fixtures:
 	$(FX_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["fixtures"]))' > $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python scripts/render_fixtures.py
+
+# issue 14: re-record tests/fixtures/adapters/ with the real tracing libraries (OpenTelemetry, OpenInference,
+# Langfuse, the anthropic SDK), all against servers on 127.0.0.1. Own venv; the pins of the `adapter-fixtures` extra.
+AD_VENV := .venv-adapters
+adapter-fixtures:
+	@test -x $(AD_VENV)/bin/python || $(PYTHON) -m venv $(AD_VENV)
+	$(AD_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["adapter-fixtures"]))' > $(AD_VENV)/requirements.txt
+	$(AD_VENV)/bin/python -m pip install --quiet -r $(AD_VENV)/requirements.txt
+	for f in otlp openinference langfuse anthropic; do $(AD_VENV)/bin/python scripts/record_$${f}_fixtures.py || exit 1; done
 
 # issue 18: run every example of docs/guard.md against the real frameworks of the `fixtures` extra, offline.
 guard-examples:

@@ -1,4 +1,4 @@
-"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor.
+"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import.
 
 Argument parsing and dispatch only: an option that several commands take is declared once, in OPTIONS,
 and added to each of them; the reports are rendered by lib/report_view.py, lib/metrics_view.py and lib/queue_view.py,
@@ -69,6 +69,25 @@ OPTIONS: dict[str, Option] = {
         ("--requests-per-day",), {"type": int, "default": 300, "help": "sample requests per day (default 300)"}
     ),
     "seed": Option(("--seed",), {"type": int, "default": 7, "help": "the same seed writes the same logs (default 7)"}),
+    "trace_format": Option(
+        ("--from",),
+        {
+            "dest": "trace_format",
+            "required": True,
+            "metavar": "FORMAT",
+            "help": 'the file\'s trace format: otlp | openinference | langfuse | anthropic (README "Trace formats")',
+        },
+    ),
+    "out": Option(
+        ("--out",),
+        {
+            "type": Path,
+            "required": True,
+            "metavar": "DIR",
+            "help": "folder to write into, created if missing (gen-logs: the landing folder; import: its "
+            "citegate-log/1 file, never overwritten)",
+        },
+    ),
     "quiet": Option(
         ("--quiet",),
         {
@@ -122,8 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     gen = sub.add_parser("gen-logs", help="write citegate-log/1 sample files (deterministic per seed)")
-    gen.add_argument("--out", type=Path, required=True, help="landing folder to write")
-    _add(gen, "days", "requests_per_day", "seed")
+    _add(gen, "out", "days", "requests_per_day", "seed")
     gen.add_argument("--start", type=date.fromisoformat, default=date(2026, 11, 2), help="first day (UTC), YYYY-MM-DD")
     gen.add_argument("--prompt-kb", type=int, default=None, help="pad prompts to about this many KB")
     gen.add_argument("--truth", type=Path, default=None, help="also write the expected reason of every citation here")
@@ -231,7 +249,69 @@ def build_parser() -> argparse.ArgumentParser:
     _add(doctor, "landing", "config")
     doctor.add_argument("--limit", type=int, default=1000, help="records examined per surface (default 1000; 0: all)")
     doctor.set_defaults(func=cmd_doctor)
+
+    imp = sub.add_parser(
+        "import",
+        help="convert one trace file (OpenTelemetry, OpenInference, Langfuse, Anthropic) to citegate-log/1 lines, "
+        "to look at before it lands",
+    )
+    imp.add_argument("file", type=Path, metavar="FILE", help="the trace file (.json, .jsonl, or either gzipped)")
+    _add(imp, "trace_format", "out", "config")
+    imp.set_defaults(func=cmd_import)
     return p
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """What ingest would make of one trace file, written out: each call's record as a citegate-log/1 line (in
+    source order), and every reject printed with its source line. Exit 0 when nothing was rejected, else 1."""
+    from citegate_assets.lib.adapters import Call, convert_file, record_line
+    from citegate_assets.lib.records import Reject, parse_line
+    from citegate_assets.lib.timestamps import utc_now
+
+    cfg = _load_config(_settings(args))
+    source: Path = args.file
+    if not source.is_file():
+        raise FileNotFoundError(f"{source}: no such file")
+    stem = source.name.removesuffix(".gz")
+    stem = stem.removesuffix(".jsonl").removesuffix(".json")
+    target = args.out / f"{stem}.jsonl"
+    if target.exists():
+        raise FileExistsError(f"{target} exists; nothing was written (remove it, or choose another --out)")
+    conv = convert_file(
+        source,
+        cfg.adapters.settings(),
+        format=args.trace_format,
+        max_file_bytes=cfg.adapters.max_file_bytes,
+        max_line_bytes=cfg.ingest.max_line_bytes,
+        max_inflated_bytes=cfg.ingest.max_decompressed_bytes,
+    )
+    if conv.error is not None:
+        raise RuntimeError(f"{source.name}: {conv.error}; nothing was written")
+    now = utc_now()
+    written: list[bytes] = []
+    rejected = 0
+    for item in conv.items:
+        where_ = f"{source.name}:{item.line_no}"
+        if isinstance(item, Call) and item.reason is None:
+            raw, problem = record_line(item)
+            if raw is None:
+                rejected += 1
+                print(safe(f"{where_}: adapter_error: {problem}"), file=sys.stderr)
+                continue
+            written.append(raw)
+            checked = parse_line(raw.decode("utf-8", "surrogateescape"), now)
+            if isinstance(checked, Reject):
+                print(safe(f"{where_}: written, but ingest will reject it: {checked.reason}: {checked.detail}"))
+            continue
+        rejected += 1
+        rid = f" ({ident(item.request_id)})" if isinstance(item, Call) and item.request_id else ""
+        print(safe(f"{where_}: {item.reason}{rid}: {item.detail or ''}"), file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(target, "xb") as fh:
+        fh.writelines(line + b"\n" for line in written)
+    print(safe(conv.describe()))
+    print(safe(f"wrote {target}: {len(written)} calls written, {rejected} rejected"), flush=True)
+    return 1 if rejected else 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

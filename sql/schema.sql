@@ -130,6 +130,7 @@ create table if not exists provenance_results (
     verdict varchar not null,            -- present | absent | unverifiable
     reason varchar not null,             -- ok | fabricated_id | dropped_before_prompt | span_truncated | span_missing
                                          -- | span_outside_context | span_in_other_chunk | context_not_found
+                                         -- | location_mismatch (a native citation whose text is not at its location)
     found_start integer,                 -- where the span was found in prompt_normalized, if anywhere
     found_end integer,
     chunk_share_in_prompt double,        -- span_truncated: share of the chunk's text that reached the prompt

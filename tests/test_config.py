@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from citegate_assets.lib.adapters.base import AdapterSettings
 from citegate_assets.lib.config import (
+    AdaptersConfig,
     CalibrationConfig,
     ConfigError,
     IngestConfig,
@@ -149,6 +151,12 @@ def test_judge_concurrency_zero_names_the_key(tmp_path):
         ("ingest", "max_line_bytes", 4096.0, r"ingest\.max_line_bytes = 4096\.0: expected an integer >= 1024"),
         ("ingest", "max_decompressed_bytes", 0, r"ingest\.max_decompressed_bytes = 0: expected an integer >= 1024"),
         ("ingest", "max_decompressed_bytes", True, r"ingest\.max_decompressed_bytes = True"),
+        ("adapters", "surface_key", 5, r"adapters\.surface_key = 5: expected a non-empty string"),
+        ("adapters", "chunk_id_key", "", r"adapters\.chunk_id_key = '': expected a non-empty string"),
+        ("adapters", "citations_path", ["a"], r"adapters\.citations_path = \['a'\]: expected a non-empty string"),
+        ("adapters", "default_surface", None, r"adapters\.default_surface = None: expected a non-empty string"),
+        ("adapters", "max_file_bytes", 100, r"adapters\.max_file_bytes = 100: expected an integer >= 1024"),
+        ("adapters", "max_file_bytes", "64MB", r"adapters\.max_file_bytes = '64MB': expected an integer >= 1024"),
     ],
 )
 def test_bad_value_names_file_and_key(section, key, value, message):
@@ -221,6 +229,7 @@ def test_good_values_are_kept_and_floats_normalized():
         ({"queue": {"owner": "x"}}, r"unknown key 'queue\.owner'"),
         ({"queue": {"owners": {"span_mising": "x"}}}, r"queue\.owners\.span_mising: unknown reason"),
         ({"ingest": {"settle_secs": 5}}, r"unknown key 'ingest\.settle_secs'"),
+        ({"adapters": {"surface_attribute": "x"}}, r"unknown key 'adapters\.surface_attribute'"),
     ],
 )
 def test_unknown_keys_in_every_section(raw, message):
@@ -233,6 +242,7 @@ def test_unknown_keys_in_every_section(raw, message):
     [
         ({"judge": 5}, r"\[judge\] must be a table"),
         ({"ingest": []}, r"\[ingest\] must be a table"),
+        ({"adapters": "otlp"}, r"\[adapters\] must be a table"),
         ({"surfaces": {"web": 1}}, r"\[surfaces\.web\] must be a table"),
         (
             {"templates": {"t": {"context_start": 5, "chunk_header": "(?P<ref>x)"}}},
@@ -261,7 +271,28 @@ def test_ingest_section_defaults_and_values(tmp_path):
         cfg.ingest.settle_seconds = 1  # type: ignore[misc]
 
 
+def test_adapters_section_defaults_and_values(tmp_path):
+    default = parse_config({}, None).adapters
+    assert default == AdaptersConfig(
+        surface_key="surface",
+        chunk_id_key="chunk_id",
+        citations_path="citations",
+        default_surface="default",
+        max_file_bytes=67108864,
+    )
+    assert default.settings() == AdapterSettings()  # the adapters' own defaults
+    cfg = _load(
+        tmp_path,
+        '[adapters]\nsurface_key = "app.surface"\nchunk_id_key = "doc_key"\ncitations_path = "output.sources"\n'
+        'default_surface = "web"\nmax_file_bytes = 2048\n',
+    )
+    assert cfg.adapters.settings() == AdapterSettings(
+        surface_key="app.surface", chunk_id_key="doc_key", citations_path="output.sources", default_surface="web"
+    )
+    assert cfg.adapters.max_file_bytes == 2048
+
+
 def test_every_config_field_has_a_check():
-    for cls in (SurfacePolicy, JudgeConfig, CalibrationConfig, QueueConfig, IngestConfig):
+    for cls in (SurfacePolicy, JudgeConfig, CalibrationConfig, QueueConfig, IngestConfig, AdaptersConfig):
         unchecked = [f.name for f in dataclasses.fields(cls) if f.name != "name" and "check" not in f.metadata]
         assert unchecked == [], (cls.__name__, unchecked)

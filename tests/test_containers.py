@@ -583,3 +583,127 @@ def test_nested_tool_results_are_not_recursed_into():
         content = [{"type": "tool_result", "tool_use_id": "t", "content": content}]
     d = decode({"messages": [{"role": "user", "content": content}]})
     assert d.messages == [Message("tool", "")] and d.skipped == {"tool_result": 1}
+
+
+# --- the blocks a block location indexes (issue 14, trace-formats.md section 0 finding 1) ---------------
+
+
+def test_search_results_and_content_documents_keep_their_blocks_and_source_type():
+    """A `content_block_location` / `search_result_location` indexes the entries of the block's `content`
+    array; the decoder keeps them (text, or None for an entry with none) beside the decoded text, which is
+    unchanged: the blocks' texts joined by a blank line. They take no part in ==, so earlier decodings compare
+    as before."""
+    d = decode(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "search_result",
+                            "source": "kb-112#3",
+                            "title": "Refund policy",
+                            "content": [
+                                {"type": "text", "text": CHUNK_A},
+                                {"type": "text", "text": "Approval: 1 day."},
+                            ],
+                        },
+                        {
+                            "type": "document",
+                            "source": {
+                                "type": "content",
+                                "content": [
+                                    {"type": "text", "text": CHUNK_B},
+                                    {
+                                        "type": "image",
+                                        "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                                    },
+                                    {"type": "text", "text": "Gift cards are not refundable."},
+                                ],
+                            },
+                            "title": "kb-087",
+                            "context": '{"chunk_id": "kb-087#1"}',
+                        },
+                        {"type": "document", "source": {"type": "content", "content": "One string block."}},
+                        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": CHUNK_A}},
+                        {
+                            "type": "document",
+                            "source": {"type": "base64", "media_type": "application/pdf", "data": PDF_B64},
+                        },
+                        QUESTION,
+                    ],
+                }
+            ]
+        }
+    )
+    blocks = [m.block for m in d.messages if m.block is not None]
+    assert [(b.kind, b.index, b.source_type, b.blocks) for b in blocks] == [
+        ("search_result", 0, None, (CHUNK_A, "Approval: 1 day.")),
+        ("document", 0, "content", (CHUNK_B, None, "Gift cards are not refundable.")),
+        ("document", 1, "content", ("One string block.",)),
+        ("document", 2, "text", None),
+        ("document", 3, "base64", None),
+    ]
+    assert [m.text for m in d.messages] == [
+        f"{CHUNK_A}\n\nApproval: 1 day.",
+        f"{CHUNK_B}\n\nGift cards are not refundable.",
+        "One string block.",
+        CHUNK_A,
+        "",
+        QUESTION,
+    ]
+    assert blocks[1] == DocumentBlock("document", 0, "kb-087", None, '{"chunk_id": "kb-087#1"}')  # blocks not compared
+    assert d.skipped == {"image": 1, "document:base64": 1}
+    assert_no_base64(d)
+
+
+def test_a_citation_into_a_search_result_or_content_document_is_not_span_missing():
+    """The gate (through the guard, which gives the nightly verdicts) finds a cited block of a search result and
+    of a content document, a single block and a block range, in the decoded prompt."""
+    from citegate_assets.guard import check_citations
+
+    prompt = body(
+        {
+            "model": "claude-sonnet-4-6",
+            "max_tokens": 512,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "search_result",
+                            "source": "kb-112#3",
+                            "title": "Refund policy",
+                            "content": [
+                                {"type": "text", "text": CHUNK_A},
+                                {"type": "text", "text": "Approval: 1 day."},
+                            ],
+                            "citations": {"enabled": True},
+                        },
+                        {
+                            "type": "document",
+                            "source": {
+                                "type": "content",
+                                "content": [{"type": "text", "text": CHUNK_B}, {"type": "text", "text": "No expiry."}],
+                            },
+                            "title": "kb-087#1",
+                            "citations": {"enabled": True},
+                        },
+                        {"type": "text", "text": QUESTION},
+                    ],
+                }
+            ],
+        }
+    )
+    retrieved = [
+        {"chunk_id": "kb-112#3", "text": f"{CHUNK_A}\n\nApproval: 1 day."},
+        {"chunk_id": "kb-087#1", "text": f"{CHUNK_B}\n\nNo expiry."},
+    ]
+    citations = [
+        {"chunk_id": "kb-112#3", "span": "Approval: 1 day.", "claim": "Approval takes a day."},
+        {"chunk_id": "kb-112#3", "span": f"{CHUNK_A}\n\nApproval: 1 day.", "claim": "Refunds take 5 days."},
+        {"chunk_id": "kb-087#1", "span": CHUNK_B, "claim": "Store credit is immediate."},
+        {"chunk_id": "kb-087#1", "span": f"{CHUNK_B}\n\nNo expiry.", "claim": "Store credit never expires."},
+    ]
+    report = check_citations(prompt, retrieved, citations, encoding="json")
+    assert [c.reason for c in report.citations] == ["ok"] * 4

@@ -17,8 +17,8 @@ from .resources import CitegateConfigResource, LandingResource, WarehouseResourc
 
 prompt_log = dg.AssetSpec(
     "prompt_log",
-    description="Logged model calls (citegate-log/1 JSONL, optionally gzipped) in the landing folder; "
-    "written by the RAG product.",
+    description="Logged model calls in the landing folder (citegate-log/1 JSONL, or a trace export: OpenTelemetry, "
+    "OpenInference, Langfuse, Anthropic; optionally gzipped); written by the RAG product or its tracer.",
     group_name="ingest",
     kinds={"json"},
 )
@@ -47,7 +47,8 @@ INGEST_CHECK = "every_line_accounted_for"
             INGEST_CHECK,
             asset="ingested_files",
             blocking=True,
-            description="For every landing file: lines read = records ingested + records rejected.",
+            description="For every landing file: lines read = records ingested + records rejected (for a trace "
+            "file, its items: calls and line rejects).",
         )
     ],
     **DAILY,
@@ -84,6 +85,9 @@ def ingest_prompt_log(
         "records_ingested_this_run": summary.records_ingested,
         "records_rejected_this_run": summary.records_rejected,
         "answers_rejected_this_run": summary.answers_rejected,
+        # trace-format files converted, and their new items (calls, ingested or rejected, and line rejects)
+        "trace_files_converted_this_run": summary.trace_files,
+        "trace_items_this_run": summary.calls_converted,
         # held back, not lost: an unterminated last line or an unfinished .gz, read once complete
         "files_waiting": summary.files_waiting,
         "bytes_held_back": summary.bytes_held,

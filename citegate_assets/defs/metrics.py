@@ -186,6 +186,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         [(same_model,)] = query(con, "metric_tables/check_same_model").fetchall()
         uncalibrated = query(con, "metric_tables/check_uncalibrated").pl()
         [(n_breakdowns, n_lineage)] = query(con, "metric_tables/row_counts").fetchall()
+        reconstructed = query(con, "metric_tables/reconstructed_prompts").pl()
     chart = rates_chart_png(metrics, warehouse.database_path().with_name("weekly_rates.png"))
     latest = metrics.filter(pl.col("week_start") == pl.col("week_start").max()).pivot(
         on="metric", index="surface", values="value"
@@ -246,6 +247,11 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             "dagster/column_lineage": COLUMN_LINEAGE,
             "definitions": dg.MetadataValue.md(
                 "\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)
+            ),
+            # prompts an adapter rebuilt from captured messages, not the bytes sent (README "Trace formats")
+            "prompts_reconstructed": int(reconstructed["prompts_reconstructed"].sum() or 0),
+            "prompts_reconstructed_by_surface": dg.MetadataValue.md(
+                markdown_table(reconstructed) if reconstructed.height else "none: every prompt was logged as sent"
             ),
         },
         check_results=checks,

@@ -145,6 +145,7 @@ def build_frames(
                 "source_file": source_file,
                 "source_line": line_no,
                 "unescape": unescape,
+                "prompt_reconstructed": rec.prompt_reconstructed,
             }
         )
         for position, r in enumerate(rec.retrieved):
@@ -180,6 +181,7 @@ def build_frames(
                         c["span"],
                         c["claim"],
                         unescape,
+                        c.get("location_mismatch"),
                     )
                 )
 
@@ -250,6 +252,7 @@ PROMPT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_file": pl.String,
     "source_line": pl.Int64,
     "unescape": pl.String,
+    "prompt_reconstructed": pl.Boolean,
 }
 ANSWER_REJECT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
@@ -442,6 +445,7 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
         "span": pl.String,
         "claim": pl.String,
         "unescape": pl.String,
+        "location_mismatch": pl.String,
         "cited_as": pl.String,
     }
     df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

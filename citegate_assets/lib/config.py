@@ -1,4 +1,4 @@
-"""citegate.toml: surfaces and their policy, template profiles, judge, calibration, queue, ingest.
+"""citegate.toml: surfaces and their policy, template profiles, judge, calibration, queue, ingest, adapters.
 
 Every key is checked at load time, for its type and its range; an error names the file and the dotted
 key (`citegate.toml: judge.concurrency = 0: expected an integer >= 1`). Unknown keys are errors too.
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TypeGuard
 
+from .adapters.base import AdapterSettings
 from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
 
 STAKES = ("high", "low", "off")
@@ -229,6 +230,35 @@ class IngestConfig:
 
 
 @dataclass(frozen=True)
+class AdaptersConfig:
+    """[adapters]: how trace-format files (README "Trace formats") become citegate-log/1 records.
+
+    surface_key (default "surface"): the span attribute / metadata key naming the product surface.
+    chunk_id_key (default "chunk_id"): the document metadata key holding the chunk id when the tracer logs no id.
+    citations_path (default "citations"): dotted path to the list of {chunk_id, span, claim} in the answer's JSON.
+    default_surface (default "default"): the surface of a call that names none.
+    max_file_bytes (default 67108864, 64 MiB): a trace file is read whole (pairing needs every span of a
+        trace), and converting it takes about 15x its size in memory; a larger one is a trace_file_too_large
+        reject; an integer >= 1024.
+    """
+
+    surface_key: str = _opt("surface", _string(non_empty=True))
+    chunk_id_key: str = _opt("chunk_id", _string(non_empty=True))
+    citations_path: str = _opt("citations", _string(non_empty=True))
+    default_surface: str = _opt(DEFAULT_SURFACE, _string(non_empty=True))
+    max_file_bytes: int = _opt(67108864, _integer(1024))
+
+    def settings(self) -> AdapterSettings:
+        """What the adapters are given (lib/adapters/base.py)."""
+        return AdapterSettings(
+            surface_key=self.surface_key,
+            chunk_id_key=self.chunk_id_key,
+            citations_path=self.citations_path,
+            default_surface=self.default_surface,
+        )
+
+
+@dataclass(frozen=True)
 class Config:
     path: str | None
     surfaces: dict[str, SurfacePolicy]
@@ -237,6 +267,7 @@ class Config:
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     queue: QueueConfig = field(default_factory=QueueConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    adapters: AdaptersConfig = field(default_factory=AdaptersConfig)
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -246,7 +277,13 @@ class Config:
         return self.templates.get(name)
 
 
-_SECTIONS = {"judge": JudgeConfig, "calibration": CalibrationConfig, "queue": QueueConfig, "ingest": IngestConfig}
+_SECTIONS = {
+    "judge": JudgeConfig,
+    "calibration": CalibrationConfig,
+    "queue": QueueConfig,
+    "ingest": IngestConfig,
+    "adapters": AdaptersConfig,
+}
 _TOP_KEYS = {"surfaces", "templates", *_SECTIONS}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}
 _PROFILE_REQUIRED = ("context_start", "chunk_header")

@@ -21,7 +21,9 @@ JSON request bodies understood (`prompt_encoding = "json"`):
   `text`; `image` (skipped); `document` (source `text`, `content` (string or block list), `base64`
   PDF / `url` / `file` whose content is skipped); `search_result`; `tool_use` (skipped);
   `tool_result` (string or block list; becomes messages with role "tool"). Every `document` and
-  `search_result` block becomes a message of its own, role "document", with a `DocumentBlock`;
+  `search_result` block becomes a message of its own, role "document", with a `DocumentBlock` (which also
+  keeps the source type and, for a search result or a content document, the text of each entry of its
+  `content` array: the units Anthropic's block-location citations index);
 - OpenTelemetry GenAI messages `[{role, parts: [...]}]` (parts `text` {content},
   `tool_call_response` {response} are text; `tool_call`, `blob`, `uri`, `file`, `reasoning`
   skipped), either as the top-level body, under `messages`, or as the attributes
@@ -56,6 +58,13 @@ class DocumentBlock:
     then blocks within a message, tool results included), i.e. the `document_index` /
     `search_result_index` that Anthropic citations of this block carry.
     source: a search result's `source` string; a document's `source.url` (URL sources), else None.
+    source_type: a document's `source.type` ("text", "content", "base64", "url", "file", ...); None for a
+    search result.
+    blocks: the units a block location (`content_block_location`, `search_result_location`) indexes: the
+    text of each entry of a search result's or a content document's `content` array, in order, None for an
+    entry with no text (an image); a `content` string is one block. None for other documents (a text
+    document is cited by characters of the message text, which is its `source.data` exactly).
+    The two are not compared (`==` on a DocumentBlock is on the fields above), so decodings compare as before.
     """
 
     kind: Literal["document", "search_result"]
@@ -63,6 +72,8 @@ class DocumentBlock:
     title: str | None
     source: str | None
     context: str | None
+    source_type: str | None = field(default=None, compare=False)
+    blocks: tuple[str | None, ...] | None = field(default=None, compare=False)
 
 
 class Message(NamedTuple):
@@ -338,42 +349,55 @@ class _Decoder:
     def document(self, block: dict, kind: str) -> None:
         index = self.block_counts[kind]
         self.block_counts[kind] += 1
+        blocks: tuple[str | None, ...] | None = None
+        src_type: str | None = None
+        text = ""
         if kind == "search_result":
             source = _opt_str(block.get("source"))
-            text = self.block_text(block.get("content"))
+            blocks = self.content_blocks(block.get("content"))
             context = None
         else:
             src = block.get("source")
             src = src if isinstance(src, dict) else {}
-            src_type = src.get("type")
+            src_type = src.get("type") if isinstance(src.get("type"), str) else None
             source = _opt_str(src.get("url"))
             if src_type == "text" and isinstance(src.get("data"), str):
                 text = src["data"]
             elif src_type == "content":
-                text = self.block_text(src.get("content"))
+                blocks = self.content_blocks(src.get("content"))
             else:  # base64 PDF, url, file, or an unknown source: nothing readable as text here
-                text = ""
-                self.skip(f"document:{src_type[:_MAX_KEY] if isinstance(src_type, str) else _part_type(src)}")
+                self.skip(f"document:{src_type[:_MAX_KEY] if src_type is not None else _part_type(src)}")
             context = _opt_str(block.get("context"))
-        meta = DocumentBlock(kind, index, _opt_str(block.get("title")), source, context)  # type: ignore[arg-type]
+        if blocks is not None:
+            # the blocks' texts joined by a blank line (a block location's cited text is their plain concatenation)
+            text = "\n\n".join(b for b in blocks if b is not None)
+        meta = DocumentBlock(
+            kind,  # type: ignore[arg-type]
+            index,
+            _opt_str(block.get("title")),
+            source,
+            context,
+            source_type=src_type,
+            blocks=blocks,
+        )
         self.out.append(Message("document", text, meta))
 
-    def block_text(self, content: object) -> str:
-        """Text of a block list inside a document or search result: its text blocks joined by a blank line."""
+    def content_blocks(self, content: object) -> tuple[str | None, ...]:
+        """Each entry of a block list inside a document or search result: its text, or None (counted as
+        skipped) for an entry with none. A string is one block; no list at all is no block."""
         if isinstance(content, str):
-            return content
+            return (content,)
         if not isinstance(content, list):
             if content is not None:
                 self.skip(f"<{_json_type(content)}>")
-            return ""
-        texts: list[str] = []
+            return ()
+        out: list[str | None] = []
         for part in content:
             if isinstance(part, str):
-                texts.append(part)
+                out.append(part)
             elif isinstance(part, dict):
-                text = self.part_text(part, _part_type(part))
-                if text is not None:
-                    texts.append(text)
+                out.append(self.part_text(part, _part_type(part)))
             else:
                 self.skip(f"<{_json_type(part)}>")
-        return "\n\n".join(texts)
+                out.append(None)
+        return tuple(out)

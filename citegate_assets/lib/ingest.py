@@ -5,6 +5,13 @@ the bytes and lines consumed and the sha256 of exactly those bytes, in the same 
 re-ingesting is a no-op, a killed run resumes where it stopped, a rotated file is read on under its new name,
 and a file that is still being written gives up only its complete lines. Batches span files, so a folder of
 many small files costs a few transactions, not one per file.
+
+A file in a trace format (lib/adapters, README "Trace formats") is detected by its first line and converted as a
+whole once it has settled: each call becomes one line-equivalent (its citegate-log/1 record) fed through the same
+record path, with the source line that holds the call; a call the adapter could not convert, and a bad source
+line, become reject rows. Its ledger row counts items (calls and line rejects) where a log file's counts lines,
+so `lines_read = records_ingested + records_rejected` holds for both; a file that grows is converted again and
+the items it gave before are skipped, by count (adapters give items in source-line order).
 """
 
 from __future__ import annotations
@@ -24,10 +31,26 @@ from typing import BinaryIO
 import duckdb
 import polars as pl
 
+from .adapters import (
+    ADAPTER_ERROR,
+    HEAD_BYTES,
+    Adapter,
+    Call,
+    LineReject,
+    TraceFileTooLarge,
+    convert_lines,
+    detect,
+    is_json_value,
+    read_head,
+    record_line,
+    registry,
+    source_text,
+    whole_document,
+)
 from .batch import Refused, build_frames_isolating_failures, decode_prompts
 from .config import Config
-from .landing import LOG_SUFFIXES, Entry, OutsideLanding, landing_entries, landing_root, open_entry
-from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id
+from .landing import LOG_SUFFIXES, Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
+from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id, trace_id
 from .lines import (
     READ_ERRORS,
     DecompressedTooLarge,
@@ -36,6 +59,7 @@ from .lines import (
     ReadState,
     first_line_fingerprint,
     open_stream,
+    prefix_matches,
     read_lines,
 )
 from .records import Record, Reject, parse_raw_line
@@ -82,9 +106,11 @@ class IngestSummary:
     records_rejected: int = 0
     answers_rejected: int = 0
     bytes_read: int = 0
-    files_waiting: int = 0  # an unterminated last line or an unfinished .gz held back for a later run
+    files_waiting: int = 0  # an unterminated last line, an unfinished .gz or an unsettled trace file held back
     bytes_held: int = 0
     days: set[date] = field(default_factory=set)
+    trace_files: int = 0  # trace-format files converted this run
+    calls_converted: int = 0  # their new items: calls (ingested or rejected) and line rejects
 
 
 Progress = Callable[[str, int, int], None]  # (file name, lines read so far, bytes read so far)
@@ -162,6 +188,16 @@ def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.Data
 
 
 @dataclass
+class _Item:
+    """One item of a converted trace file, fed through a batch like a line: a call's record as a citegate-log/1
+    line (numbered by the source line holding the call), or an item rejected by its adapter (`reject`)."""
+
+    line: Line
+    reject: Reject | None = None
+    request_id: str | None = None
+
+
+@dataclass
 class _File:
     """One landing file being read this run: its identity, what of it is consumed, and its counts."""
 
@@ -227,7 +263,7 @@ class _Run:
         self.summary = IngestSummary()
         self.writer = BatchWriter(con)
         self.run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
-        self.lines: list[tuple[_File, Line]] = []
+        self.lines: list[tuple[_File, Line | _Item]] = []
         self.nbytes = 0
         self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
         self.events: list[tuple[dict | None, dict | None]] = []  # (whole-file reject row, ledger row), either None
@@ -284,6 +320,10 @@ class _Run:
             return
         if pid in self.ledger.by_id:
             retire.append(pid)
+        adapter = self._detect(entry, fh)
+        if adapter is not None or is_trace_name(name):
+            self.read_trace(entry, fh, st, fingerprint, adapter, settled, retire)
+            return
         if any(
             pending.file_id in (fingerprint, distinct_id(fingerprint, self.landing, name))
             for pending in self.files.values()
@@ -321,6 +361,260 @@ class _Run:
             f.first_seen = legacy["first_seen_at"]
             f.retire.append(legacy["file_id"])
         self._consume(f, fh, settled, skip_lines=skip)
+
+    # -- one trace-format file ---------------------------------------------------------------------
+    def _detect(self, entry: Entry, fh: BinaryIO) -> Adapter | None:
+        """The trace format of the file's first line, or None (a citegate-log/1 file, or no format known)."""
+        fh.seek(0)
+        try:
+            first = next(
+                read_lines(
+                    open_stream(fh, entry.compressed),
+                    ReadState(),
+                    max_line_bytes=self.limits.max_line_bytes,
+                    max_inflated_bytes=self.limits.max_decompressed_bytes if entry.compressed else None,
+                    final=True,
+                ),
+                None,
+            )
+        except (*READ_ERRORS, DecompressedTooLarge):
+            return None  # the reader that follows reports it
+        if first is None or first.too_long:
+            return None
+        fh.seek(0)
+        try:
+            head = read_head(open_stream(fh, entry.compressed), HEAD_BYTES)
+        except READ_ERRORS:
+            return None
+        return detect(first.raw, head)
+
+    def read_trace(
+        self,
+        entry: Entry,
+        fh: BinaryIO,
+        st: os.stat_result,
+        fingerprint: str,
+        adapter: Adapter | None,
+        settled: bool,
+        retire: list[str],
+    ) -> None:
+        """Convert a trace file as a whole once it has settled (pairing needs every span of a trace); the items
+        it gave on an earlier run are skipped. adapter None: a *.json file whose first line is of no format (it may
+        still be one JSON document over several lines)."""
+        name = entry.name
+        here = self.ledger.at(self.landing, name)
+        known = here if here is not None and here["file_id"].startswith("trace:") else None
+        if not settled:
+            detail = (
+                f"{name}: a trace file, converted as a whole once it has not changed for [ingest].settle_seconds "
+                "(or `citegate run --final`)"
+            )
+            self._hold(entry, st, retire, known, detail)
+            return
+        state = ReadState()
+        try:
+            lines = self._read_whole(entry, fh, state)
+        except TraceFileTooLarge as exc:
+            self._trace_failed(entry, st, retire, known, "trace_file_too_large", f"{name}: {exc}; nothing of it read")
+            return
+        except DecompressedTooLarge as exc:
+            detail = f"{name}: {exc} (the bound is [ingest].max_decompressed_bytes); nothing of it read"
+            self._trace_failed(entry, st, retire, known, "decompressed_too_large", detail)
+            return
+        except READ_ERRORS as exc:
+            detail = f"{name}: unreadable: {exc}; a trace file is converted whole, so nothing of it was read"
+            self._trace_failed(entry, st, retire, known, "file_unreadable", detail)
+            return
+        document = len(lines) > 1 and not is_json_value(lines[0].raw)  # one JSON document over several lines
+        if adapter is None:
+            doc = whole_document(lines)  # one JSON document (e.g. a pretty-printed API page): one line
+            adapter = detect(doc.raw, doc.raw[:HEAD_BYTES]) if doc is not None else None
+            if doc is None or adapter is None:
+                detail = (
+                    f"{name}: a *.json file must be of a trace format, and it is of none "
+                    f"({', '.join(registry())}; citegate-log/1 files are named *.jsonl)"
+                )
+                self._trace_failed(entry, st, retire, known, "unknown_trace_format", detail)
+                return
+            lines, document = [doc], True
+        row: dict | None
+        if not document:
+            fid = trace_id(adapter.name, fingerprint)
+            row = self.ledger.by_id.get(fid)
+            if row is not None and not self._prefix_matches(entry, fh, row):
+                if (row["landing"], row["file_name"]) == (self.landing, name):
+                    self._changed(entry, st, row, PrefixChanged("its first bytes differ from those converted before"))
+                    return
+                # the same first line as a file converted elsewhere, different bytes after it: a file of its own
+                fid = trace_id(adapter.name, distinct_id(fingerprint, self.landing, name))
+                row = self.ledger.by_id.get(fid)
+                if row is not None and not self._prefix_matches(entry, fh, row):
+                    self._changed(entry, st, row, PrefixChanged("its first bytes differ from those converted before"))
+                    return
+        else:
+            # one JSON document over several lines (its first line, `{`, is every such file's): known by all of
+            # its bytes, so a new document under an old name is a new file
+            fid = trace_id(adapter.name, "doc:" + state.digest())
+            row = self.ledger.by_id.get(fid)
+        if any(pending.file_id == fid for pending in self.files.values()):
+            self.commit()  # the same file under a second name in this run: count what the first one gave first
+            row = self.ledger.by_id.get(fid)
+        if known is not None and known["file_id"] != fid:
+            retire.append(known["file_id"])  # a waiting or failed row of this name, or a document it held before
+        before = row["bytes_consumed"] if row is not None else 0
+        if row is not None and row["status"] == "complete" and state.consumed == before:
+            # the same bytes (touched, renamed or copied): nothing new
+            self._event(
+                None,
+                {
+                    **row,
+                    "landing": self.landing,
+                    "file_name": name,
+                    "size_bytes": st.st_size,
+                    "mtime_ns": st.st_mtime_ns,
+                    "finished_at": self.now,
+                    "replaces": sorted(set(retire) - {fid}),
+                },
+            )
+            return
+        conv = convert_lines(adapter, lines, self.config.adapters.settings())
+        if conv.error is not None:
+            self._trace_failed(entry, st, retire, row, "adapter_failed", f"{name}: {conv.error}; nothing of it read")
+            return
+        f = self._file(entry, st, fid, row, sorted(set(retire) - {fid}))
+        f.state = state
+        skip = f.tally.lines_read  # items given on an earlier run (all of them, or up to a crash)
+        self.summary.files_read += 1
+        self.summary.trace_files += 1
+        self.summary.lines_read += sum(1 for line in lines if line.end > before)
+        self.summary.bytes_read += state.consumed - before
+        by_no = {line.no: line for line in lines}
+        fresh = conv.items[skip:]
+        self.summary.calls_converted += len(fresh)
+        for item in fresh:
+            self._add(f, self._trace_item(item, by_no[item.line_no]))
+        f.status = "complete"
+        f.detail = conv.describe()
+        if skip > len(conv.items):
+            f.detail += f"; it gave {skip} items before and {len(conv.items)} now: nothing new taken"
+        self.files[id(f)] = f
+        self._ledger_row(f)
+
+    def _trace_item(self, item: Call | LineReject, source: Line) -> _Item:
+        """An item as a batch takes it: a call's record as a line-equivalent, or a reject with the source line."""
+        if isinstance(item, Call) and item.reason is None:
+            raw, problem = record_line(item)
+            if raw is not None:
+                return _Item(Line(item.line_no, raw, source.end, len(raw)), request_id=item.request_id)
+            return _Item(source, Reject(ADAPTER_ERROR, problem or "unconvertible record"), item.request_id)
+        if isinstance(item, Call):
+            return _Item(source, Reject(item.reason or ADAPTER_ERROR, item.detail or ""), item.request_id)
+        return _Item(source, Reject(item.reason, item.detail))
+
+    def _read_whole(self, entry: Entry, fh: BinaryIO, state: ReadState) -> list[Line]:
+        """Every line of the file with its last one, bounded by [adapters].max_file_bytes of content."""
+        fh.seek(0)
+        bound = self.config.adapters.max_file_bytes
+        lines: list[Line] = []
+        total = 0
+        for line in read_lines(
+            open_stream(fh, entry.compressed),
+            state,
+            max_line_bytes=self.limits.max_line_bytes,
+            max_inflated_bytes=self.limits.max_decompressed_bytes if entry.compressed else None,
+            final=True,
+        ):
+            total += line.length
+            if total > bound:
+                raise TraceFileTooLarge(
+                    f"a trace file is read whole, and this one holds more than {bound:,} bytes "
+                    "(the bound is [adapters].max_file_bytes)"
+                )
+            lines.append(line)
+        return lines
+
+    def _prefix_matches(self, entry: Entry, fh: BinaryIO, row: dict) -> bool:
+        """Are the bytes converted before (row) still the file's first bytes?"""
+        nbytes = row["bytes_consumed"] or 0
+        if nbytes == 0:
+            return True
+        fh.seek(0)
+        try:
+            return prefix_matches(open_stream(fh, entry.compressed), nbytes, row["file_sha256"] or "")
+        except READ_ERRORS:
+            return False
+
+    def _hold(self, entry: Entry, st: os.stat_result, retire: list[str], row: dict | None, detail: str) -> None:
+        """A trace file not settled yet: waiting, with what an earlier run converted of it kept."""
+        self.summary.files_waiting += 1
+        self.summary.bytes_held += st.st_size - (row["bytes_consumed"] if row else 0)
+        if row is None:
+            row = ledger_row(
+                file_id=path_id(self.landing, entry.name),
+                landing=self.landing,
+                name=entry.name,
+                status="waiting",
+                now=self.now,
+            )
+            prior = self.ledger.by_id.get(row["file_id"])
+            if prior is not None and (prior["status"], prior["size_bytes"], prior["mtime_ns"]) == (
+                "waiting",
+                st.st_size,
+                st.st_mtime_ns,
+            ):
+                return
+            retire = [i for i in retire if i != row["file_id"]]
+        self._event(
+            None,
+            {
+                **row,
+                "landing": self.landing,
+                "file_name": entry.name,
+                "size_bytes": st.st_size,
+                "mtime_ns": st.st_mtime_ns,
+                "status": "waiting",
+                "detail": detail,
+                "finished_at": self.now,
+                "replaces": sorted(set(retire)),
+            },
+        )
+
+    def _trace_failed(
+        self, entry: Entry, st: os.stat_result, retire: list[str], row: dict | None, reason: str, detail: str
+    ) -> None:
+        """A trace file that cannot be converted at this size: one reject row, looked at again when it changes; what
+        an earlier run took of it stays counted."""
+        if row is None:
+            row = ledger_row(
+                file_id=path_id(self.landing, entry.name),
+                landing=self.landing,
+                name=entry.name,
+                status="failed",
+                now=self.now,
+            )
+            retire = [i for i in retire if i != row["file_id"]]
+        prior = self.ledger.by_id.get(row["file_id"])
+        if prior is not None and (prior["status"], prior["size_bytes"], prior["mtime_ns"], prior["detail"]) == (
+            "failed",
+            st.st_size,
+            st.st_mtime_ns,
+            detail,
+        ):
+            return
+        self._event(
+            self._file_reject(entry.name, reason, detail),
+            {
+                **row,
+                "landing": self.landing,
+                "file_name": entry.name,
+                "size_bytes": st.st_size,
+                "mtime_ns": st.st_mtime_ns,
+                "status": "failed",
+                "detail": detail,
+                "finished_at": self.now,
+                "replaces": sorted(set(retire)),
+            },
+        )
 
     def _file(self, entry: Entry, st: os.stat_result, file_id: str, row: dict | None, retire: list[str]) -> _File:
         f = _File(
@@ -392,11 +686,11 @@ class _Run:
         self.files[id(f)] = f
         self._ledger_row(f)  # known at once: a second name for the same file, later in this run, reads on from here
 
-    def _add(self, f: _File, line: Line, skip_lines: int) -> None:
-        if line.no <= skip_lines:
+    def _add(self, f: _File, line: Line | _Item, skip_lines: int = 0) -> None:
+        if isinstance(line, Line) and line.no <= skip_lines:
             return
         self.lines.append((f, line))
-        self.nbytes += line.length
+        self.nbytes += line.length if isinstance(line, Line) else line.line.length
         self.files[id(f)] = f
         if len(self.lines) >= self.batch_lines or self.nbytes >= BATCH_BYTES:
             self.commit()
@@ -522,15 +816,22 @@ class _Run:
             last = lines[-1][0]
             self.progress(last.entry.name, last.state.lines, self.summary.bytes_read)
 
-    def _relations(self, lines: list[tuple[_File, Line]]) -> dict[str, pl.DataFrame]:
-        """Parse, validate, deduplicate and normalize one batch of lines (from one file or many)."""
+    def _relations(self, lines: list[tuple[_File, Line | _Item]]) -> dict[str, pl.DataFrame]:
+        """Parse, validate, deduplicate and normalize one batch of lines (from one file or many), and of the items
+        of converted trace files (each counts as one line: the ledger's lines_read of a trace file counts items)."""
         owner: dict[int, _File] = {}
         origin: dict[int, tuple[str, int]] = {}
         rejects: list[dict] = []
         raw_by_key: dict[int, str] = {}
         items: list[tuple[int, Record]] = []
-        for key, (f, line) in enumerate(lines):
+        plain = [line for _, line in lines if isinstance(line, Line)]
+        for key, (f, entry) in enumerate(lines):
+            line = entry if isinstance(entry, Line) else entry.line
             owner[key], origin[key] = f, (f.entry.name, line.no)
+            if isinstance(entry, _Item) and entry.reject is not None:
+                reject = _reject(key, entry.reject, source_text(line.raw))
+                rejects.append({**reject, "request_id": entry.request_id})
+                continue
             result, text = parse_raw_line(line, self.now, self.limits.max_line_bytes)
             if isinstance(result, Reject):
                 rejects.append(_reject(key, result, text))
@@ -559,8 +860,8 @@ class _Run:
         for source, line_no in frames.answer_rejects.select("source_file", "source_line").iter_rows():
             owner_at[(source, line_no)].tally.answers_rejected += 1
         summary = self.summary
-        summary.lines_read += len(lines)
-        summary.bytes_read += sum(line.length for _, line in lines)
+        summary.lines_read += len(plain)  # a trace file's source lines are counted where it is read
+        summary.bytes_read += sum(line.length for line in plain)
         summary.records_ingested += len(kept)
         summary.records_rejected += len(rejects)
         summary.answers_rejected += frames.answer_rejects.height

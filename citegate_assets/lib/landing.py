@@ -1,5 +1,6 @@
-"""The landing folder: which entries are log files, opened without following anything out of the folder,
-and which UTC days its valid records hold (for `citegate run` with no dates).
+"""The landing folder: which entries are log files (citegate-log/1, or a trace format: README "Trace formats"),
+opened without following anything out of the folder, and which UTC days its valid records hold (for `citegate run`
+with no dates).
 
 Only the folder's top level is read. A symbolic link is read only when its target is a regular file
 inside the landing folder (then the file is recognised by its content and read once); a link out of
@@ -18,12 +19,15 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, Stream, open_stream, read_lines
+from .adapters import AdapterSettings, Call, TraceFileTooLarge, convert_lines, detect, detect_lines, record_line
+from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, Stream, open_stream, read_lines
 from .records import Record, parse_raw_line
 from .timestamps import utc_now
 
-# app.jsonl, app.jsonl.gz, and the names rotation gives them: app.jsonl.1, app.jsonl.2.gz, app.jsonl-20261130(.gz)
-LOG_NAME = re.compile(r".+\.jsonl(?:\.\d{1,6}|-\d{8,14})?(?:\.gz)?")
+# app.jsonl, app.jsonl.gz, and the names rotation gives them: app.jsonl.1, app.jsonl.2.gz, app.jsonl-20261130(.gz);
+# the same with .json, the name trace exports often have (Langfuse API pages, the OpenTelemetry collector's file
+# exporter): a .json file must be of a trace format (one JSON value per line, or one JSON document)
+LOG_NAME = re.compile(r".+\.(?P<ext>jsonl|json)(?:\.\d{1,6}|-\d{8,14})?(?:\.gz)?")
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")  # the names citegate writes itself
 _LOGGED_AT = re.compile(rb'"logged_at"\s*:\s*"([^"]{10,40})"')
 
@@ -48,6 +52,12 @@ class Entry:
 
 def is_log_name(name: str) -> bool:
     return LOG_NAME.fullmatch(name) is not None
+
+
+def is_trace_name(name: str) -> bool:
+    """A *.json name (or its rotated or gzipped form): a trace export, never read as citegate-log/1 lines."""
+    m = LOG_NAME.fullmatch(name)
+    return m is not None and m["ext"] == "json"
 
 
 def landing_root(landing: str | os.PathLike) -> Path:
@@ -85,7 +95,12 @@ def landing_entries(root: Path) -> Iterator[Entry]:
         if not stat.S_ISREG(st.st_mode):
             yield Entry(name, path, "not_a_file", f"{name}: not a regular file ({_kind(st.st_mode)})")
         elif not is_log_name(name):
-            yield Entry(name, path, "not_a_log_file", f"{name}: not *.jsonl or *.jsonl.gz (nor a rotated *.jsonl.N)")
+            yield Entry(
+                name,
+                path,
+                "not_a_log_file",
+                f"{name}: not *.jsonl, *.json or their .gz (nor a rotated *.jsonl.N, *.json.N)",
+            )
         else:
             yield Entry(name, path)
 
@@ -143,12 +158,15 @@ def days_in_landing(
     now: datetime | None = None,
     max_line_bytes: int = 32 * 1024 * 1024,
     max_inflated_bytes: int = 4 * 1024 * 1024 * 1024,
+    adapter_settings: AdapterSettings | None = None,
+    max_trace_bytes: int = 64 * 1024 * 1024,
 ) -> set[date]:
     """UTC dates of logged_at over the valid records of every log file.
 
     `known` maps a file name to (size, mtime_ns, days) of a file read to its end before: unchanged, its
     days are taken from there. Elsewhere a day counts once one valid record holds it (a rejected line,
-    however dated, never widens a run): only the first lines of each new day are parsed in full.
+    however dated, never widens a run): only the first lines of each new day are parsed in full. A trace-format
+    file is converted whole (as ingest does) and its calls' valid records give its days.
     """
     now = now or utc_now()
     known = known or {}
@@ -164,10 +182,49 @@ def days_in_landing(
                     days |= seen[2]
                     continue
                 bound = max_inflated_bytes if entry.compressed else None
+                trace = _trace_lines(open_stream(fh, entry.compressed), max_line_bytes, bound, max_trace_bytes, entry)
+                if trace is not None:
+                    days |= _trace_days(trace, adapter_settings or AdapterSettings(), now, max_line_bytes)
+                    continue
+                fh.seek(0)
                 days |= _valid_days(open_stream(fh, entry.compressed), now, max_line_bytes, bound, days)
-        except (OutsideLanding, *READ_ERRORS, DecompressedTooLarge):
+        except (OutsideLanding, *READ_ERRORS, DecompressedTooLarge, TraceFileTooLarge):
             continue  # such a file gets its reject row at ingest
     return days
+
+
+def _trace_lines(
+    stream: Stream, max_line_bytes: int, bound: int | None, max_trace_bytes: int, entry: Entry
+) -> list[Line] | None:
+    """The whole file when it may be of a trace format (its first line says so, or it is named *.json): ingest's
+    rule; None for a citegate-log/1 file, read line by line as before."""
+    lines = read_lines(stream, ReadState(), max_line_bytes=max_line_bytes, max_inflated_bytes=bound, final=True)
+    first = next(lines, None)
+    if first is None or (first.too_long or detect(first.raw) is None) and not is_trace_name(entry.name):
+        return None
+    out, total = [first], first.length
+    for line in lines:
+        total += line.length
+        if total > max_trace_bytes:
+            raise TraceFileTooLarge(f"{entry.name}: over {max_trace_bytes:,} bytes")
+        out.append(line)
+    return out
+
+
+def _trace_days(lines: list[Line], settings: AdapterSettings, now: datetime, max_line_bytes: int) -> set[date]:
+    adapter, lines = detect_lines(lines)
+    if adapter is None:
+        return set()
+    found: set[date] = set()
+    for item in convert_lines(adapter, lines, settings).items:
+        if isinstance(item, Call) and item.reason is None:
+            raw, _ = record_line(item)
+            if raw is None:
+                continue
+            rec, _ = parse_raw_line(Line(item.line_no, raw, 0, len(raw)), now, max_line_bytes)
+            if isinstance(rec, Record):
+                found.add(rec.day)
+    return found
 
 
 def _valid_days(

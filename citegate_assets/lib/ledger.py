@@ -7,6 +7,11 @@ also another file's, but whose earlier bytes differ from what was read, is a dis
 identity that adds its folder and name. Entries that are not files to read get a row per name
 (`entry:`), files with no complete first line yet a row per name (`path:`); a warehouse written before
 identities existed has rows `legacy:<name>`, adopted when their file is read again.
+
+A file in a trace format (README "Trace formats") has the identity `trace:<format>:<first line's sha256>` (one JSON
+document: `trace:<format>:doc:<sha256 of all of it>`). Its counts are of items, not lines: `lines_read` = the calls
+and line rejects it gave = `records_ingested` + `records_rejected`; its `detail` says how many source lines it has
+and what they hold (calls, no call, a line reject).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ DONE = ("complete", "failed")
 
 @dataclass
 class FileTally:
-    """A file's counts so far: lines read = records ingested + records rejected."""
+    """A file's counts so far: lines read = records ingested + records rejected (a trace file: items, not lines)."""
 
     lines_read: int = 0
     records_ingested: int = 0
@@ -61,6 +66,11 @@ def entry_id(landing: str, name: str) -> str:
 
 def path_id(landing: str, name: str) -> str:
     return f"path:{landing}/{name}"
+
+
+def trace_id(format_name: str, identity: str) -> str:
+    """A trace-format file's identity: its format and its first line's (or, for one JSON document, its bytes')."""
+    return f"trace:{format_name}:{identity}"
 
 
 def distinct_id(fingerprint: str, landing: str, name: str) -> str:

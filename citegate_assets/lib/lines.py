@@ -199,6 +199,15 @@ def _verify_prefix(stream: Stream, state: ReadState, nbytes: int, nlines: int, s
     state.consumed, state.lines = nbytes, nlines
 
 
+def prefix_matches(stream: Stream, nbytes: int, sha: str) -> bool:
+    """Are the stream's first nbytes those whose sha256 is `sha`? (False when it is shorter.)"""
+    try:
+        _verify_prefix(stream, ReadState(), nbytes, 0, sha)
+    except PrefixChanged:
+        return False
+    return True
+
+
 def first_line_fingerprint(stream: Stream, final: bool) -> str | None:
     """sha256 of the file's first line (at most FINGERPRINT_BYTES of it); None while that is still being written."""
     head = bytearray()

@@ -45,6 +45,7 @@ class Record:
     answer_reject: Reject | None
     citations_raw: str
     prompt_sha256: str
+    prompt_reconstructed: bool = False  # an adapter rebuilt the prompt from captured messages (not the bytes sent)
 
     @property
     def day(self) -> date:
@@ -126,6 +127,9 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
     answer = obj.get("answer")
     if answer is not None and not isinstance(answer, str):
         return Reject("wrong_type", "field 'answer' is not a string")
+    reconstructed = obj.get("prompt_reconstructed")
+    if reconstructed is not None and not isinstance(reconstructed, bool):
+        return Reject("wrong_type", f"field 'prompt_reconstructed' is {type(reconstructed).__name__}, expected boolean")
     retrieved = parse_retrieved(obj["retrieved"])
     if isinstance(retrieved, Reject):
         return retrieved
@@ -146,6 +150,7 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
         answer_reject=citations if isinstance(citations, Reject) else None,
         citations_raw=citations_raw,
         prompt_sha256=hashlib.sha256(obj["prompt"].encode("utf-8", "surrogatepass")).hexdigest(),
+        prompt_reconstructed=bool(reconstructed),
     )
 
 
@@ -226,5 +231,15 @@ def parse_citations(value: object) -> list[dict] | Reject:
                 return Reject("citation_wrong_type", f"citations[{i}].{key} is not a string")
             if not entry[key].strip():
                 return Reject("citation_empty_field", f"citations[{i}].{key} is empty")
-        out.append({"chunk_id": entry["chunk_id"].strip(), "span": entry["span"], "claim": entry["claim"]})
+        mismatch = entry.get("location_mismatch")
+        if mismatch is not None and not isinstance(mismatch, str):
+            return Reject("citation_wrong_type", f"citations[{i}].location_mismatch is not a string")
+        out.append(
+            {
+                "chunk_id": entry["chunk_id"].strip(),
+                "span": entry["span"],
+                "claim": entry["claim"],
+                "location_mismatch": mismatch,
+            }
+        )
     return out

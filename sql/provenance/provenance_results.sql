@@ -4,9 +4,13 @@
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
 -- chunk's section the citation is ok. Only the others (a minority) are searched section by section.
 -- Run per bucket of requests ($bucket of $buckets) so a day's prompt text never sits in one join.
+-- location_mismatch comes first: a provider-native citation whose cited text is not at the location the API
+-- gave, in the body as logged (or whose location cannot be read), proves the log is not what the provider
+-- read, so no other test can say what reached the model (verdict unverifiable; README "The provenance gate").
 insert into provenance_results
 with cit as (
-    select citation_id, request_id, day, surface, chunk_id, span_normalized as span, normalization_version
+    select citation_id, request_id, day, surface, chunk_id, span_normalized as span, normalization_version,
+           location_mismatch
     from citations
     where day >= $start and day < $end and hash(request_id) % $buckets = $bucket
 ),
@@ -64,7 +68,7 @@ slow as (
         on s.request_id = l.request_id and s.chunk_id = l.chunk_id and s.day >= $start and s.day < $end
     left join retrievals rt
         on rt.request_id = l.request_id and rt.chunk_id = l.chunk_id and rt.day >= $start and rt.day < $end
-    where l.profile_status = 'ok' and l.n_sections > 0 and l.span_len > 0 and not l.fast_ok
+    where l.profile_status = 'ok' and l.n_sections > 0 and l.span_len > 0 and not l.fast_ok and l.location_mismatch is null
     group by l.citation_id
 ),
 decided as (
@@ -73,6 +77,7 @@ decided as (
         sl.body_hit,
         sl.context_hit,
         case
+            when l.location_mismatch is not null then 'location_mismatch'
             when l.profile_status <> 'ok' then 'context_not_found'
             when l.n_sections = 0 and not l.in_retrieved then 'fabricated_id'
             when l.n_sections = 0 then 'dropped_before_prompt'
@@ -102,7 +107,8 @@ select
     day,
     surface,
     chunk_id,
-    case reason when 'ok' then 'present' when 'context_not_found' then 'unverifiable' else 'absent' end as verdict,
+    case reason when 'ok' then 'present' when 'context_not_found' then 'unverifiable' when 'location_mismatch' then 'unverifiable'
+        else 'absent' end as verdict,
     reason,
     found_start,
     found_start + span_len as found_end,

@@ -1,0 +1,575 @@
+"""OpenInference spans as exported from Arize Phoenix (issue 14): one span per line, LLM calls out.
+
+Layouts read (all three may be mixed in a file; every one has `context.span_id` and `context.trace_id`, nested
+under `context` or as flat keys, and `parent_id`, `span_kind`, `start_time`, `end_time`):
+- Phoenix's span list, `GET /v1/projects/{id}/spans` (`Client().spans.get_spans()`), one span object per line:
+  `"attributes": {...}` with flattened dotted keys (`retrieval.documents.0.document.id`); Phoenix stores `metadata`
+  and `document.metadata` as objects, so they come back flattened too (`metadata.surface`);
+- `get_spans_dataframe()` rows written with `to_json(orient="records", lines=True, date_format="iso")`: one
+  `attributes.<key>` column per semantic convention, lists of documents/messages as lists of objects
+  (`attributes.retrieval.documents: [{"document.id": ...}]`), metadata as an object; null columns are absent values;
+- the OpenTelemetry attributes as the instrumentors set them (`openinference.span.kind`, `metadata` a JSON string).
+Attributes are flattened to dotted keys whatever the nesting, so `llm.input_messages.0.message.role` is found in
+each. Timestamps must be ISO 8601 with an offset (pandas' default epoch numbers are refused, never guessed at).
+
+An LLM span is one call (request_id = its `context.span_id`, logged_at = its `start_time` in UTC), unless it
+wraps another LLM span (see `model_calls`):
+- prompt: `input.value` when `input.mime_type` is application/json and it decodes as a request body that
+  lib/containers.py reads (OpenAI chat/Responses/completions, Anthropic Messages); `prompt_reconstructed: true`,
+  because it is the SDK's request parameters serialized by the instrumentor (`json.dumps(json_data)`), not the
+  bytes the HTTP client sent: equal in content to the wire body on the fixtures, but not in bytes (so not its
+  sha256), and without `extra_body`. Else a body rebuilt from `llm.input_messages.<i>.message.role|content|contents`
+  (or `llm.prompts`), also reconstructed. What the tracer hid or cut is a call reject, never a guess:
+  `__REDACTED__` in input.value (OPENINFERENCE_HIDE_INPUTS), in a rebuilt message (HIDE_INPUT_TEXT), in
+  output.value (HIDE_OUTPUTS) or in a paired document (HIDE_RETRIEVAL_DOCUMENTS) is content_redacted; a JSON
+  input.value that ends mid-value (an attribute length limit: the OTel SDK cuts without a marker) is
+  content_truncated; a JSON input.value that is no request body, with no input messages, is prompt_undecodable;
+  no JSON input.value and no input messages (HIDE_INPUT_MESSAGES on a span whose input.value is text) is
+  content_not_captured.
+- answer_model: `llm.model_name`, else the request body's `model`.
+- answer: the text of `output.value` (an OpenAI chat/Responses or Anthropic Messages response object; else
+  `llm.output_messages.0.message.content`; else `output.value` as text). citations: Anthropic native citations
+  when output.value is a Message carrying them (openinference-instrumentation-anthropic), verified against
+  input.value by lib/adapters/anthropic.py (`location_mismatch`); else the list at AdapterSettings.citations_path
+  in the answer's JSON; when there is none, the raw text, which ingest puts in answer_rejects.
+- surface: AdapterSettings.surface_key as a span attribute or a `metadata` key, on the LLM span or else its
+  nearest ancestor span that has one; else AdapterSettings.default_surface.
+- retrieved: see `pair_retrievers`. Chunk id = `document.id`, else metadata[AdapterSettings.chunk_id_key]
+  (LangChain's instrumentor emits no document.id); text = `document.content`; rank = position, 1-based, across
+  the paired spans in order. With no retriever paired, an Anthropic request's citable blocks are the retrieved
+  chunks (as lib/adapters/anthropic.py takes them).
+
+What is not read: `llm.prompt_template.*` (the surface's template applies), RERANKER spans, `document.score`.
+The whole file is read before pairing, so a file's spans are held in memory at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from ..containers import PromptDecodeError, decode_body
+from . import traces
+from .base import (
+    CONTENT_NOT_CAPTURED,
+    CONTENT_REDACTED,
+    CONTENT_TRUNCATED,
+    INVALID_JSON,
+    NOT_OF_FORMAT,
+    AdapterSettings,
+    Call,
+    LineReject,
+)
+
+REDACTED = "__REDACTED__"  # openinference.instrumentation.config.REDACTED_VALUE
+JSON_MIME = "application/json"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_DETAIL_MAX = 300
+
+
+class _Reject(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail[:_DETAIL_MAX]
+
+
+@dataclass
+class Span:
+    """One exported span, its attributes flattened to dotted keys."""
+
+    line_no: int
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    kind: str
+    start: datetime | str  # a str holds why the timestamp is unusable
+    end: datetime | str
+    attrs: dict[str, Any] = field(repr=False)
+
+
+# --- reading a line ------------------------------------------------------------------------------------------
+
+
+def flatten_attributes(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Any nesting of span attributes as flat dotted keys; a `metadata` object stays whole under its key."""
+    out = {} if out is None else out
+    if isinstance(value, dict):
+        if prefix == "metadata" or prefix.endswith(".metadata"):
+            out[prefix] = value
+            return out
+        for key, sub in value.items():
+            flatten_attributes(sub, f"{prefix}.{key}" if prefix else str(key), out)
+    elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        for i, sub in enumerate(value):
+            flatten_attributes(sub, f"{prefix}.{i}", out)
+    elif value is not None and prefix:
+        out[prefix] = value
+    return out
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Reject(NOT_OF_FORMAT, f"{what} is missing or not a string")
+    return value
+
+
+def _timestamp(value: Any, what: str) -> datetime | str:
+    if not isinstance(value, str):
+        return f"{what} is {'missing' if value is None else type(value).__name__}, not an ISO 8601 string"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return f"{what} {value[:40]!r} is not an ISO 8601 timestamp"
+    if parsed.tzinfo is None:
+        return f"{what} {value[:40]!r} has no UTC offset"
+    return parsed.astimezone(timezone.utc)
+
+
+def parse_span(line_no: int, raw: bytes) -> Span | LineReject:
+    """One exported span, or why the line is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LineReject(line_no, "invalid_utf8", f"not UTF-8 at byte {exc.start}")
+    if not text.strip():
+        return LineReject(line_no, "empty_line", "blank line")
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return LineReject(line_no, INVALID_JSON, str(exc)[:200])
+    if not isinstance(obj, dict):
+        return LineReject(line_no, NOT_OF_FORMAT, f"line holds a JSON {type(obj).__name__}, not a span object")
+    try:
+        return _span(line_no, obj)
+    except _Reject as rej:
+        return LineReject(line_no, rej.reason, rej.detail)
+
+
+def _span(line_no: int, obj: dict) -> Span:
+    context = obj.get("context")
+    if isinstance(context, dict):
+        trace_id, span_id = context.get("trace_id"), context.get("span_id")
+    else:
+        trace_id, span_id = obj.get("context.trace_id"), obj.get("context.span_id")
+    trace_id = _text(trace_id, "context.trace_id")
+    span_id = _text(span_id, "context.span_id")
+    parent_id = obj.get("parent_id")
+    if parent_id is not None and not isinstance(parent_id, str):
+        raise _Reject(NOT_OF_FORMAT, f"span {span_id}: parent_id is {type(parent_id).__name__}, not a string")
+    attrs: dict[str, Any] = {}
+    if isinstance(obj.get("attributes"), dict):
+        flatten_attributes(obj["attributes"], "", attrs)
+    for key, value in obj.items():  # get_spans_dataframe columns
+        if key.startswith("attributes.") and value is not None:
+            flatten_attributes(value, key[len("attributes.") :], attrs)
+    kind = obj.get("span_kind") or attrs.get("openinference.span.kind")
+    kind = _text(kind, f"span {span_id}: span_kind")
+    return Span(
+        line_no=line_no,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id or None,
+        kind=kind.upper(),
+        start=_timestamp(obj.get("start_time"), "start_time"),
+        end=_timestamp(obj.get("end_time"), "end_time"),
+        attrs=attrs,
+    )
+
+
+def _is_span_line(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    context = obj.get("context")
+    has_ids = (isinstance(context, dict) and "span_id" in context and "trace_id" in context) or (
+        "context.span_id" in obj and "context.trace_id" in obj
+    )
+    return has_ids and ("span_kind" in obj or "attributes" in obj or any(k.startswith("attributes.") for k in obj))
+
+
+# --- metadata and the surface --------------------------------------------------------------------------------
+
+
+def _meta_get(attrs: dict[str, Any], prefix: str, key: str, where: str) -> Any:
+    """metadata[key] whichever way the export holds `metadata`: a JSON string, an object, or flattened keys."""
+    meta = attrs.get(prefix)
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except (ValueError, RecursionError):
+            raise _Reject(NOT_OF_FORMAT, f"{where}: {prefix} is not JSON") from None
+    if isinstance(meta, dict):
+        return meta.get(key)
+    if meta is not None:
+        raise _Reject(NOT_OF_FORMAT, f"{where}: {prefix} is {type(meta).__name__}, not a JSON object")
+    return attrs.get(f"{prefix}.{key}")
+
+
+def _id_str(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _ns(value: datetime | str) -> int | None:
+    if isinstance(value, str):
+        return None
+    return (value - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+class _Trace:
+    """The spans of one file, by (trace_id, span_id), with lib/adapters/traces.py's tree over them."""
+
+    def __init__(self, spans: list[Span]) -> None:
+        self.by_id: dict[tuple[str, str], Span] = {}
+        self.retrievers: dict[str, list[Span]] = {}
+        self.nodes: dict[tuple[str, str], traces.Span] = {}
+        for s in spans:
+            if s.kind == "RETRIEVER":
+                self.retrievers.setdefault(s.trace_id, []).append(s)
+            kind = {"LLM": traces.LLM, "RETRIEVER": traces.RETRIEVER}.get(s.kind, traces.OTHER)
+            node = traces.Span(s.trace_id, s.span_id, s.parent_id, _ns(s.start) or 0, _ns(s.end), kind)
+            self.nodes.setdefault((s.trace_id, s.span_id), node)
+            self.by_id.setdefault((s.trace_id, s.span_id), s)
+        self.tree = traces.SpanTree(self.nodes.values())
+
+    def ancestors(self, span: Span) -> list[Span]:
+        """The ancestor spans the file holds, nearest first."""
+        ids = self.tree.ancestors(self.nodes[(span.trace_id, span.span_id)])
+        return [s for p in ids if (s := self.by_id.get((span.trace_id, p))) is not None]
+
+    def surface(self, span: Span, settings: AdapterSettings) -> str:
+        for s in [span, *self.ancestors(span)]:
+            where = f"span {s.span_id} (line {s.line_no})"
+            value = s.attrs.get(settings.surface_key)
+            if value is None:
+                value = _meta_get(s.attrs, "metadata", settings.surface_key, where)
+            if value is not None:
+                if not isinstance(value, str) or not value.strip():
+                    raise _Reject(NOT_OF_FORMAT, f"{where}: surface {settings.surface_key!r} is not a non-empty string")
+                return value
+        return settings.default_surface
+
+
+# --- pairing -------------------------------------------------------------------------------------------------
+
+
+def pair_retrievers(trace: _Trace, call: Span) -> list[Span]:
+    """The RETRIEVER spans whose documents are the call's retrieved chunks, in rank order: the shared rule of
+    lib/adapters/traces.py (the RETRIEVER spans of the call's trace that ended at or before the call started,
+    nearest common ancestor with the call first, then the one that ended last; every one of them is used).
+
+    So a retriever the call runs inside, or one that ran after it, never counts; LlamaIndex's two spans per
+    retrieve() (`retrieve` and its child `_retrieve`, which holds no documents) both pair, their chunks once.
+    Limits: spans are paired by time and tree position only (no attribute links a RETRIEVER to an LLM span);
+    two retrieval rounds in one trace both count for the later call; a reranker's output is not read.
+    """
+    if isinstance(call.start, str):
+        return []
+    paired = trace.tree.pair(trace.nodes[(call.trace_id, call.span_id)])
+    return [trace.by_id[(r.trace_id, r.span_id)] for r in paired]
+
+
+def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[str, str]]:
+    prefix = "retrieval.documents."
+    indexes = sorted({int(k[len(prefix) :].split(".", 1)[0]) for k in retriever.attrs if _doc_key(k, prefix)})
+    out = []
+    for i in indexes:
+        base = f"{prefix}{i}.document"
+        where = f"retriever span {retriever.span_id} (line {retriever.line_no}) document {i}"
+        chunk_id = _id_str(retriever.attrs.get(f"{base}.id"))
+        if chunk_id is None:
+            chunk_id = _id_str(_meta_get(retriever.attrs, f"{base}.metadata", settings.chunk_id_key, where))
+        if chunk_id is None:
+            raise _Reject(
+                "invalid_retrieved",
+                f"{where}: no document.id and no metadata key {settings.chunk_id_key!r} ([adapters] chunk_id_key)",
+            )
+        text = retriever.attrs.get(f"{base}.content")
+        if text == REDACTED:
+            raise _Reject(
+                CONTENT_REDACTED, f"{where}: document.content is {REDACTED} (OPENINFERENCE_HIDE_RETRIEVAL_DOCUMENTS)"
+            )
+        if not isinstance(text, str):
+            raise _Reject(CONTENT_NOT_CAPTURED, f"{where}: no document.content")
+        out.append((chunk_id.strip(), text))
+    return out
+
+
+def _doc_key(key: str, prefix: str) -> bool:
+    return key.startswith(prefix) and key[len(prefix) :].split(".", 1)[0].isdigit()
+
+
+def _retrieved(trace: _Trace, call: Span, settings: AdapterSettings) -> list[dict]:
+    seen: dict[str, str] = {}
+    out: list[dict] = []
+    for retriever in pair_retrievers(trace, call):
+        for chunk_id, text in _documents(retriever, settings):
+            if chunk_id in seen:
+                if seen[chunk_id] != text:
+                    raise _Reject(
+                        "duplicate_chunk_id",
+                        f"chunk {chunk_id!r} comes back from two paired retrievers with different texts",
+                    )
+                continue  # the same chunk from two paired retrievers: kept once, at its first rank
+            seen[chunk_id] = text
+            out.append({"chunk_id": chunk_id, "rank": len(out) + 1, "text": text})
+    return out
+
+
+# --- the prompt ----------------------------------------------------------------------------------------------
+
+
+def _prompt(span: Span) -> tuple[str, dict | None]:
+    """The request body as JSON text, and the parsed input.value when it is one."""
+    attrs = span.attrs
+    value, mime = attrs.get("input.value"), attrs.get("input.mime_type")
+    where = f"LLM span {span.span_id}"
+    if value == REDACTED:
+        raise _Reject(CONTENT_REDACTED, f"{where}: input.value is {REDACTED} (OPENINFERENCE_HIDE_INPUTS)")
+    problem = None
+    if isinstance(value, str) and mime == JSON_MIME:
+        try:
+            body = json.loads(value)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, json.JSONDecodeError) and exc.pos >= len(value.rstrip()):
+                # cut by a length limit; its input messages may be cut by the same limit without a trace
+                raise _Reject(
+                    CONTENT_TRUNCATED, f"{where}: input.value ends mid-JSON at character {exc.pos}: cut"
+                ) from None
+            body, problem = None, f"not JSON: {str(exc)[:120]}"
+        if problem is None:
+            try:
+                if isinstance(body, dict) and decode_body(value, "json").messages:
+                    return value, body
+                problem = "decodes to no message"
+            except PromptDecodeError as exc:
+                problem = str(exc)[:160]
+    rebuilt = _rebuilt_body(span)
+    if rebuilt is not None:
+        return json.dumps(rebuilt, ensure_ascii=False), None
+    if problem is not None:
+        raise _Reject("prompt_undecodable", f"{where}: input.value is no request body ({problem}), no input messages")
+    raise _Reject(
+        CONTENT_NOT_CAPTURED,
+        f"{where}: no JSON input.value and no llm.input_messages (OPENINFERENCE_HIDE_INPUT_MESSAGES?)",
+    )
+
+
+def _rebuilt_body(span: Span) -> dict | None:
+    """An OpenAI chat body from llm.input_messages, or a completions body from llm.prompts."""
+    attrs, where = span.attrs, f"LLM span {span.span_id}"
+    prefix = "llm.input_messages."
+    indexes = sorted({int(k[len(prefix) :].split(".", 1)[0]) for k in attrs if _doc_key(k, prefix)})
+    if not indexes:
+        prompts = attrs.get("llm.prompts")
+        if isinstance(prompts, list) and prompts and all(isinstance(p, str) for p in prompts):
+            if REDACTED in prompts:
+                raise _Reject(CONTENT_REDACTED, f"{where}: llm.prompts is {REDACTED} (OPENINFERENCE_HIDE_PROMPTS)")
+            return {"prompt": prompts}
+        return None
+    messages = []
+    for i in indexes:
+        base = f"{prefix}{i}.message"
+        role = attrs.get(f"{base}.role")
+        if not isinstance(role, str) or not role:
+            raise _Reject(NOT_OF_FORMAT, f"{where}: {base}.role is missing")
+        content = attrs.get(f"{base}.content")
+        if content is None:
+            parts = []
+            cprefix = f"{base}.contents."
+            for j in sorted({int(k[len(cprefix) :].split(".", 1)[0]) for k in attrs if _doc_key(k, cprefix)}):
+                part = f"{cprefix}{j}.message_content"
+                if attrs.get(f"{part}.type") == "text" and isinstance(attrs.get(f"{part}.text"), str):
+                    parts.append({"type": "text", "text": attrs[f"{part}.text"]})
+                else:  # an image or other part: kept as such, skipped by the decoder as it is for any body
+                    parts.append({"type": str(attrs.get(f"{part}.type") or "unknown")})
+            content = parts
+        if content == REDACTED or (isinstance(content, list) and any(p.get("text") == REDACTED for p in content)):
+            raise _Reject(CONTENT_REDACTED, f"{where}: {base} content is {REDACTED} (OPENINFERENCE_HIDE_INPUT_TEXT)")
+        if not isinstance(content, (str, list)):
+            raise _Reject(NOT_OF_FORMAT, f"{where}: {base}.content is {type(content).__name__}, not text")
+        messages.append({"role": role, "content": content})
+    return {"messages": messages}
+
+
+# --- the answer ----------------------------------------------------------------------------------------------
+
+
+def _response_text(body: Any) -> str | None:
+    """The answer text of an OpenAI chat / Responses or Anthropic Messages response object."""
+    if not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            return message["content"]
+        if isinstance(choices[0].get("text"), str):  # completions
+            return choices[0]["text"]
+    if isinstance(body.get("output"), list):  # Responses
+        texts = [
+            part["text"]
+            for item in body["output"]
+            if isinstance(item, dict) and item.get("type") == "message" and isinstance(item.get("content"), list)
+            for part in item["content"]
+            if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)
+        ]
+        return "".join(texts) if texts else None
+    if body.get("type") == "message" and isinstance(body.get("content"), list):  # Anthropic Messages
+        texts = [b["text"] for b in body["content"] if isinstance(b, dict) and b.get("type") == "text"]
+        return "".join(t for t in texts if isinstance(t, str)) if texts else None
+    return None
+
+
+def _output_body(span: Span) -> Any:
+    value = span.attrs.get("output.value")
+    if value == REDACTED:
+        raise _Reject(
+            CONTENT_REDACTED, f"LLM span {span.span_id}: output.value is {REDACTED} (OPENINFERENCE_HIDE_OUTPUTS)"
+        )
+    if isinstance(value, str) and span.attrs.get("output.mime_type") == JSON_MIME:
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    return None
+
+
+def _native_citations(
+    span: Span, output: Any, prompt: str, request: dict | None, settings: AdapterSettings
+) -> tuple[str, list, list]:
+    """(answer, citations, citable blocks) of an Anthropic Message carrying native citations, which
+    lib/adapters/anthropic.py verifies against the request body (here: input.value); empty citations and blocks
+    when the output is no such Message."""
+    if not (isinstance(output, dict) and output.get("type") == "message" and isinstance(output.get("content"), list)):
+        return "", [], []
+    where = f"LLM span {span.span_id}: output.value"
+    from . import anthropic  # only for Anthropic Messages: a broken anthropic module leaves the rest working
+
+    try:
+        answer, texts = anthropic.answer_texts(output["content"])
+        if not any(block.get("citations") for _, _, block in texts):
+            return answer, [], []
+        if request is None:  # rebuilt from messages: the document blocks the citations point into are not there
+            raise _Reject(CONTENT_NOT_CAPTURED, f"{where} has native citations, but input.value holds no request body")
+        blocks = anthropic.citable_blocks(decode_body(prompt, "json").messages, settings)
+        return answer, anthropic.checked_citations(texts, answer, blocks), blocks
+    except anthropic.NotOfFormat as exc:
+        raise _Reject(NOT_OF_FORMAT, f"{where}: {exc}") from None
+    except PromptDecodeError as exc:
+        raise _Reject("prompt_undecodable", f"LLM span {span.span_id}: {exc}"[:_DETAIL_MAX]) from None
+
+
+def _answer(span: Span, body: Any) -> str | None:
+    attrs, where = span.attrs, f"LLM span {span.span_id}"
+    text = _response_text(body)
+    if text is not None:
+        return text
+    value = attrs.get("output.value")
+    message = attrs.get("llm.output_messages.0.message.content")
+    if message == REDACTED:
+        raise _Reject(CONTENT_REDACTED, f"{where}: output message is {REDACTED} (OPENINFERENCE_HIDE_OUTPUT_TEXT)")
+    if isinstance(message, str):
+        return message
+    return value if isinstance(value, str) else None
+
+
+def _citations(answer: str | None, path: str) -> Any:
+    """The list at `path` in the answer's JSON; else the raw answer (ingest records why in answer_rejects)."""
+    if answer is None:
+        return ""
+    try:
+        node: Any = json.loads(answer)
+    except (ValueError, RecursionError):
+        return answer
+    for key in path.split(".") if path else []:
+        if not isinstance(node, dict) or key not in node:
+            return answer
+        node = node[key]
+    return node if isinstance(node, list) else answer
+
+
+# --- the adapter ---------------------------------------------------------------------------------------------
+
+
+def _call(trace: _Trace, span: Span, settings: AdapterSettings) -> Call:
+    try:
+        if isinstance(span.start, str):
+            raise _Reject("invalid_timestamp", f"LLM span {span.span_id}: {span.start}")
+        for r in trace.retrievers.get(span.trace_id, []):
+            if isinstance(r.end, str):
+                raise _Reject(
+                    "invalid_timestamp",
+                    f"retriever span {r.span_id} (line {r.line_no}) of this trace: {r.end}; cannot pair its chunks",
+                )
+        prompt, body = _prompt(span)
+        model = span.attrs.get("llm.model_name")
+        if not isinstance(model, str) or not model:
+            model = body.get("model") if body is not None else None
+        if not isinstance(model, str) or not model:
+            raise _Reject("missing_field", f"LLM span {span.span_id}: no llm.model_name and no model in input.value")
+        output = _output_body(span)
+        native, citations, blocks = _native_citations(span, output, prompt, body, settings)
+        answer = native if citations else _answer(span, output)
+        retrieved = _retrieved(trace, span, settings)
+        if not retrieved and blocks:  # no retriever span paired: the request's citable blocks, in the order sent
+            retrieved = [{"chunk_id": b.chunk_id, "rank": b.rank, "text": b.text} for b in blocks if b.readable]
+        record = {
+            "request_id": span.span_id,
+            "logged_at": span.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "surface": trace.surface(span, settings),
+            "answer_model": model,
+            "prompt": prompt,
+            "prompt_encoding": "json",
+            "prompt_reconstructed": True,
+            "retrieved": retrieved,
+            "answer": answer,
+            "citations": citations or _citations(answer, settings.citations_path),
+        }
+    except _Reject as rej:
+        return Call(span.line_no, span.span_id, None, rej.reason, rej.detail)
+    return Call(span.line_no, span.span_id, record)
+
+
+class OpenInferenceAdapter:
+    name = "openinference"
+
+    def detect(self, first_line: bytes) -> bool:
+        try:
+            return _is_span_line(json.loads(first_line.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return False
+
+    def convert(self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings) -> Iterator[Call | LineReject]:
+        spans: list[Span] = []
+        out: list[Call | LineReject] = []
+        for line_no, raw in lines:
+            parsed = parse_span(line_no, raw)
+            if isinstance(parsed, LineReject):
+                out.append(parsed)
+            else:  # every kind: CHAIN and other spans place the calls and retrievers in the tree
+                spans.append(parsed)
+        trace = _Trace(spans)
+        out.extend(_call(trace, s, settings) for s in model_calls(trace, spans))
+        yield from sorted(out, key=lambda item: item.line_no)
+
+
+def model_calls(trace: _Trace, spans: list[Span]) -> list[Span]:
+    """The LLM spans that are model calls: every LLM span but a wrapper, one with an LLM span below it in its
+    trace (a framework's LLM object around the SDK call it makes, both instrumented: LlamaIndex's or LangChain's
+    LLM span over the openai instrumentor's). The innermost span is the call the SDK made; the wrapper's line
+    holds no call, so the call lands once. (A span exported twice is two calls: ingest reports the second.)"""
+    llm = [s for s in spans if s.kind == "LLM"]
+    wrappers = {(s.trace_id, a.span_id) for s in llm for a in trace.ancestors(s) if a.kind == "LLM"}
+    return [s for s in llm if (s.trace_id, s.span_id) not in wrappers]
+
+
+ADAPTER = OpenInferenceAdapter()
