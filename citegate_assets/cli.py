@@ -399,7 +399,7 @@ def _run(
         raise FileNotFoundError(f"{logs}: landing folder not found ({settings.sources['landing'][1]})")
     cfg = _load_config(settings)  # fail fast on a bad config, naming the key
     print(safe("\n".join(settings.describe()), newlines=True))
-    plan = within_partitions(plan_days(logs, warehouse, start, end), dates_given=start is not None)
+    plan = within_partitions(plan_days(logs, warehouse, start, end, config=cfg), dates_given=start is not None)
     print(f"running days {plan.start} .. {plan.end} (config: {cfg.path or 'built-in defaults'})")
     if plan.note:
         print(f"note: {safe(plan.note)}")

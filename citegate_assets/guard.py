@@ -27,6 +27,7 @@ from citegate_assets.lib.layout import Layout, block_label, prompt_layout, prove
 from citegate_assets.lib.normalize_plain import normalize_str
 from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
+from citegate_assets.lib.reasons import ASSEMBLY_FAILURES
 from citegate_assets.lib.records import Reject, parse_citations, parse_retrieved
 
 __all__ = [
@@ -41,16 +42,7 @@ __all__ = [
 ]
 
 ARRIVALS = ("whole", "cut", "pieces", "missing")
-REASONS = (
-    "context_not_found",
-    "fabricated_id",
-    "dropped_before_prompt",
-    "span_truncated",
-    "span_missing",
-    "span_outside_context",
-    "span_in_other_chunk",
-    "ok",
-)
+REASONS = ("context_not_found", *ASSEMBLY_FAILURES, "ok")  # the guard never sees a native citation's location
 
 
 class GuardError(ValueError):

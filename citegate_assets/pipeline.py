@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from citegate_assets.lib.config import Config, parse_config
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.records import EARLIEST_DAY
 from citegate_assets.lib.runlock import run_lock
@@ -25,18 +26,34 @@ class RunPlan:
 
 
 def plan_days(
-    landing: Path, warehouse: Path, start: date | None, end: date | None, today: date | None = None
+    landing: Path,
+    warehouse: Path,
+    start: date | None,
+    end: date | None,
+    today: date | None = None,
+    *,
+    config: Config | None = None,
 ) -> RunPlan:
     """The partition range to run: the given dates, else every day of a valid record in the landing folder.
 
     Days come from valid records only: a rejected line, however it is dated, never widens a run.
     Today (UTC) is not a partition until it ends: its records are ingested, and gated on the next run.
+    config: the run's (its [ingest] bounds and [adapters] settings read the files as ingest will: a trace
+    file's calls give their days); None: the built-in defaults.
     """
     today = today or utc_now().date()
     last = today - timedelta(days=1)
     note = ""
     if start is None or end is None:
-        found = days_in_landing(landing, _known_files(warehouse, landing))
+        cfg = config or parse_config({}, None)
+        found = days_in_landing(
+            landing,
+            _known_files(warehouse, landing),
+            max_line_bytes=cfg.ingest.max_line_bytes,
+            max_inflated_bytes=cfg.ingest.max_decompressed_bytes,
+            adapter_settings=cfg.adapters.settings(),
+            max_trace_bytes=cfg.adapters.max_file_bytes,
+        )
         days = {d for d in found if EARLIEST_DAY <= d <= last}
         if not days:
             days = {last}

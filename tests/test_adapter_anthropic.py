@@ -228,8 +228,8 @@ def test_bad_lines_are_rejected_with_a_reason_never_dropped():
     assert _one(b"{oops") == LineReject(
         2, "invalid_json", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     )
-    assert _one(b"") == LineReject(2, "invalid_json", "blank line")
-    assert _one(b"\xff{}") == LineReject(2, "invalid_json", "not UTF-8 at byte 0")
+    assert _one(b"") == LineReject(2, "empty_line", "blank line")
+    assert _one(b"\xff{}") == LineReject(2, "invalid_utf8", "not UTF-8 at byte 0")
     assert _one(b"[1]") == LineReject(2, "not_of_format", "line holds a JSON array, not an exchange object")
     assert _one(b'{"request": {}}') == LineReject(
         2, "not_of_format", "no 'request' and 'response' fields: not an Anthropic exchange"
@@ -428,24 +428,20 @@ def test_location_mismatch_outranks_every_other_reason(tmp_path):
 
 
 def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
-    """Needs the integration helper's batch.py change (issue 14): ingest copies each citation's
-    `location_mismatch` from the record into citations.location_mismatch. An expected failure without it."""
+    """Ingest copies each citation's `location_mismatch` from the record into citations.location_mismatch."""
     from citegate_assets.lib.warehouse import connect
 
     with connect(tmp_path / "warehouse.duckdb") as con:
         _ingest(con, tmp_path)
         filled = con.execute("select count(*) from citations where location_mismatch is not null").fetchone()
-        if filled == (0,):
-            pytest.xfail("waits for batch.py to copy citations[].location_mismatch into citations.location_mismatch")
         assert filled == (7,)
         got = {cid: reason for cid, (reason, _) in _gate(con).items()}
     assert got == {cid: e["expected_reason"] for cid, e in _citation_expectations().items()}
 
 
 def test_the_exchange_file_itself_in_the_landing_folder(tmp_path):
-    """Needs the integration (lib/adapters/__init__.py detection, ingest converting a trace file): the recorded
-    exchanges.jsonl dropped as is into the landing folder gives every planted reason. An expected failure
-    without it."""
+    """Ingest detects and converts a trace file (lib/adapters/__init__.py): the recorded exchanges.jsonl dropped
+    as is into the landing folder gives every planted reason."""
     from citegate_assets.lib.config import parse_config
     from citegate_assets.lib.ingest import ingest_landing
     from citegate_assets.lib.warehouse import connect, ensure_schema
@@ -457,14 +453,30 @@ def test_the_exchange_file_itself_in_the_landing_folder(tmp_path):
         ensure_schema(con)
         config = parse_config({}, None)
         summary = ingest_landing(con, landing, config, final=True)
-        if getattr(summary, "calls_converted", 0) == 0:
-            pytest.xfail("waits for ingest to detect and convert Anthropic exchange files (lib/adapters/__init__.py)")
         assert (summary.calls_converted, summary.records_ingested, summary.answers_rejected) == (8, 8, 1)
         assert con.execute("select count(*) from ingest_rejects").fetchone() == (0,)
         got = {cid: reason for cid, (reason, _) in _gate(con).items()}
         assert got == {cid: e["expected_reason"] for cid, e in _citation_expectations().items()}
         assert ingest_landing(con, landing, config, final=True).records_ingested == 0  # no call lands twice
         assert con.execute("select count(*) from prompts").fetchone() == (8,)
+
+
+def test_no_retrieval_logged_and_no_citable_block_is_retrieval_not_paired():
+    """The rule of every format (base.RETRIEVAL_NOT_PAIRED): an exchange whose retrieval the app did not log, and
+    whose request holds no document or search result block, is rejected, never given `retrieved: []`."""
+    line = _exchange()
+    line.pop("retrieved", None)
+    line["request"] = {
+        "model": "m",
+        "max_tokens": 9,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": f"[kb-112#3] {REFUNDS}\n\nRefund?"}]}],
+    }
+    call = _one(json.dumps(line).encode())
+    assert isinstance(call, Call) and call.record is None and call.request_id == line["response"]["id"]
+    assert call.reason == "retrieval_not_paired" and "no 'retrieved'" in (call.detail or "")
+    line["retrieved"] = []  # logged as empty: the app says retrieval returned nothing, which is a record
+    call = _one(json.dumps(line).encode())
+    assert isinstance(call, Call) and call.record is not None and call.record["retrieved"] == []
 
 
 def _native_line(citation: dict) -> bytes:

@@ -144,6 +144,55 @@ def test_anthropic_native_citations_are_verified_against_input_value():
     assert moved["chunk_id"] == "kb-087#1" and "search result 1" in moved["location_mismatch"]
 
 
+def _without_retrievers(lines: list[bytes], scenario: str) -> tuple[list[bytes], str]:
+    """The fixture with the RETRIEVER spans of the scenario's trace left out (a retriever that was not traced),
+    and the request id of its model call."""
+    spans = [s for raw in lines if not isinstance(s := parse_span(0, raw), LineReject)]
+
+    def scenario_of(span) -> object:  # flattened (span list) or an object (dataframe)
+        return span.attrs.get("metadata.scenario") or (span.attrs.get("metadata") or {}).get("scenario")
+
+    [call] = [s for s in spans if s.kind == "LLM" and scenario_of(s) == scenario]
+    drop = {s.span_id for s in spans if s.trace_id == call.trace_id and s.kind == "RETRIEVER"}
+    assert drop
+    kept = [raw for raw in lines if isinstance(s := parse_span(0, raw), LineReject) or s.span_id not in drop]
+    return kept, call.span_id
+
+
+def test_a_call_with_no_retriever_paired_is_rejected_never_given_an_empty_retrieval():
+    """The rule of every format (base.RETRIEVAL_NOT_PAIRED): `retrieved: []` would make each citation of a RAG call
+    whose retriever was not traced a false fabricated_id."""
+    for path in (SPANS, FRAME):
+        lines, request_id = _without_retrievers(_lines(path), "refund-timing")
+        call = _calls(_convert(lines))[request_id]
+        assert (call.record, call.reason) == (None, "retrieval_not_paired")
+        assert call.detail and request_id in call.detail
+        before = {rid: c.reason for rid, c in _calls(_convert(_lines(path))).items()}
+        after = {rid: c.reason for rid, c in _calls(_convert(lines)).items()}
+        assert before[request_id] is None and after == before | {request_id: "retrieval_not_paired"}
+
+
+def test_with_no_retriever_paired_an_anthropic_requests_own_blocks_are_the_retrieval():
+    """The exception to retrieval_not_paired: the request carries the citable blocks (search results here)."""
+    lines, request_id = _without_retrievers(_lines(SPANS), "native-citations")
+    rec = _calls(_convert(lines))[request_id].record
+    assert rec is not None
+    blocks = [b for b in json.loads(rec["prompt"])["messages"][0]["content"] if b["type"] == "search_result"]
+    assert [r["chunk_id"] for r in rec["retrieved"]] == [b["source"] for b in blocks] == ["kb-112#3", "kb-087#1"]
+    assert [r["rank"] for r in rec["retrieved"]] == [1, 2]
+    assert [c["chunk_id"] for c in rec["citations"]] == ["kb-112#3", "kb-087#1"]
+
+    def no_native_citations(span: dict) -> None:  # the same request, cited in the answer's JSON instead
+        message = json.loads(span["attributes"]["output.value"])
+        message["content"] = [{"type": "text", "text": json.dumps({"citations": [{"chunk_id": "kb-087#1"}]})}]
+        span["attributes"]["output.value"] = json.dumps(message)
+
+    edited = _edit(lines, lambda s: s.get("context", {}).get("span_id") == request_id, no_native_citations)
+    rec = _calls(_convert(edited))[request_id].record
+    assert rec is not None and [r["chunk_id"] for r in rec["retrieved"]] == ["kb-112#3", "kb-087#1"]
+    assert rec["citations"] == [{"chunk_id": "kb-087#1"}]
+
+
 def test_a_framework_llm_span_around_the_sdk_call_is_not_a_second_call():
     [want] = [c for c in _jsonl(FIXTURES / "calls.jsonl") if c["wrapped_by"]]
     spans = {

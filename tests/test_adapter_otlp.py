@@ -402,11 +402,29 @@ def test_failed_retriever_is_skipped_and_a_chunk_id_can_come_from_metadata():
     assert call.record is not None and call.record["retrieved"] == []
 
 
+@pytest.mark.parametrize("untraced", ["removed", "ended_after_the_call_started"])
+def test_a_call_with_no_retriever_paired_is_rejected_never_given_an_empty_retrieval(untraced):
+    """The rule of every format (base.RETRIEVAL_NOT_PAIRED): `retrieved: []` would make each citation of a RAG call
+    whose retriever was not traced a false fabricated_id."""
+    line, chat, retrieval = _first_line_spans()
+    for ss in line["resourceSpans"][0]["scopeSpans"]:
+        if untraced == "removed":
+            ss["spans"] = [s for s in ss["spans"] if not s["name"].startswith("retrieval")]
+        else:
+            for s in ss["spans"]:
+                if s["name"].startswith("retrieval"):
+                    s["endTimeUnixNano"] = str(int(chat["startTimeUnixNano"]) + 1)
+    call = _one_call(line)
+    assert (call.record, call.reason) == (None, "retrieval_not_paired")
+    assert call.request_id == f"{chat['traceId']}/{chat['spanId']}"
+    assert call.detail and chat["spanId"] in call.detail and chat["traceId"] in call.detail
+
+
 @pytest.mark.parametrize(
     "raw,reason",
     [
-        (b"", "invalid_json"),
-        (b"\xff\xfe{}", "invalid_json"),
+        (b"", "empty_line"),
+        (b"\xff\xfe{}", "invalid_utf8"),
         (b'{"resourceSpans": [', "invalid_json"),
         (b"[1, 2]", "not_of_format"),
         (b'{"spans": []}', "not_of_format"),

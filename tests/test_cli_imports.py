@@ -1,15 +1,19 @@
-"""Dagster is imported only by the commands that run it: help and the readers start without it."""
+"""Dagster is imported only by the commands that run it: help, the readers, doctor and import start without it."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from citegate_assets.lib.warehouse import connect, ensure_schema
+
+TRACE = Path(__file__).parent / "fixtures" / "adapters" / "otlp" / "otlp_attributes.jsonl"
 
 # Runs one command in a fresh interpreter, then says on stderr whether dagster was imported.
 RUNNER = """
@@ -26,9 +30,12 @@ finally:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """A small landing folder and a published copy with the schema (empty: the readers still run through)."""
+    """A small landing folder (with a trace file: doctor converts it with the adapters) and a published copy with
+    the schema (empty: the readers still run through); a trace file for `citegate import`."""
     root = tmp_path_factory.mktemp("cli_imports")
     assert _dagster_imported(root, "gen-logs", "--out", "landing", "--days", "1", "--requests-per-day", "5") is False
+    shutil.copy(TRACE, root / "landing" / "traces.jsonl")
+    shutil.copy(TRACE, root / "traces.jsonl")
     with connect(root / "w.published.duckdb") as con:
         ensure_schema(con)
     return root
@@ -58,6 +65,7 @@ def _dagster_imported(cwd, *argv: str) -> bool:
         ["review", "r1#0", "accept", "--reviewer", "t"],
         ["doctor", "--logs", "landing", "--limit", "5"],
         ["gen-logs", "--out", "more", "--days", "1", "--requests-per-day", "2"],
+        ["import", "--from", "otlp", "traces.jsonl", "--out", "imported"],
     ],
     ids=" ".join,
 )

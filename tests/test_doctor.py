@@ -194,3 +194,74 @@ def test_cli_prints_no_control_characters_from_logs(landing, capsys, no_ambient_
         and "req\\x1b[2J" in out
         and "      \\x1b[2J [fits]\\u202e" in out
     )
+
+
+# ------------------------------------------------------------------------------- trace-format files
+
+ADAPTER_FIXTURES = Path(__file__).parent / "fixtures" / "adapters"
+
+
+@pytest.fixture
+def traces(landing):
+    """Two committed trace fixtures as they were exported (one span per line; a pretty-printed API page), a
+    citegate-log/1 file, and a *.json file of no trace format."""
+    shutil.copy(ADAPTER_FIXTURES / "openinference" / "phoenix_spans.jsonl", landing / "phoenix_spans.jsonl")
+    shutil.copy(ADAPTER_FIXTURES / "langfuse" / "observations_page.json", landing / "observations_page.json")
+    shutil.copy(FRAMEWORKS / "anthropic_xml.jsonl", landing / "anthropic_xml.jsonl")
+    (landing / "other.json").write_text('{\n  "not": "a trace"\n}\n', encoding="utf-8")
+    return landing
+
+
+def test_trace_files_are_converted_first_and_their_records_examined(traces):
+    config = parse_config({}, None)
+    reading = read_landing(traces, config, now=NOW)
+    assert reading.formats == {
+        "anthropic_xml.jsonl": "citegate-log/1",
+        "observations_page.json": "langfuse",
+        "other.json": "not read (unknown_trace_format)",
+        "phoenix_spans.jsonl": "openinference",
+    }
+    sources: dict = {}
+    for group in reading.groups.values():
+        for (source, _), rec in group:
+            sources.setdefault(source, set()).add(rec.request_id)
+    # the calls each adapter converted, and nothing of the lines that hold only spans
+    expected_oi = {
+        c["request_id"] for c in _jsonl(ADAPTER_FIXTURES / "openinference" / "calls.jsonl") if not c["reason"]
+    }
+    assert sources["phoenix_spans.jsonl"] == expected_oi and len(expected_oi) == 6
+    assert len(sources["observations_page.json"]) == 6 and len(sources["anthropic_xml.jsonl"]) == 4
+    assert reading.records == 16
+    # what the adapters refused is counted, never examined: calls by reason, source lines by reason
+    assert reading.calls_rejected == {
+        "content_redacted": 2,
+        "content_truncated": 2,
+        "retrieval_not_paired": 1,
+    }
+    assert reading.rejected == {"invalid_json": 1}  # phoenix_spans.jsonl line 2, cut mid-write
+    assert any("other.json" in n and "unknown_trace_format" in n for n in reading.notes)
+    # the records of a trace file go through build_frames like any: every surface gets a verdict
+    report = doctor(traces, config, now=NOW)
+    assert {(f.surface, f.records) for f in report.fits} == {
+        ("anthropic_xml", 4),
+        ("default", 1),
+        ("help-center", 8),
+        ("returns", 3),
+    }
+    assert report.ok  # the records the adapters rebuilt hold their chunks as the app rendered them
+    assert sum(f.records for f in report.fits) == 16 and not report.rejected
+
+
+def test_cli_says_which_format_each_file_was_read_as(traces, capsys, no_ambient_config):
+    main(["doctor", "--logs", str(traces)])
+    out = capsys.readouterr().out
+    assert "citegate doctor: 16 records from 4 files" in out
+    assert "  read as citegate-log/1: anthropic_xml.jsonl\n" in out
+    assert "  read as langfuse: observations_page.json (" in out
+    assert "  read as openinference: phoenix_spans.jsonl (34 source lines (8 hold calls" in out
+    assert "  not read (unknown_trace_format): other.json\n" in out
+    assert "5 trace calls not converted (" in out and "retrieval_not_paired 1" in out
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -199,3 +199,26 @@ def test_a_failing_check_prints_its_description_and_rows(nightly, capsys, monkey
         "Stack Trace" not in err and "Traceback" not in err and "STEP_FAILURE" not in err
     )  # --quiet: no Dagster log lines
     assert not warehouse.with_name(warehouse.stem + ".published.duckdb").exists()  # nothing published
+
+
+def test_the_days_of_trace_files_are_planned_with_the_configs_adapter_settings(tmp_path, landing):
+    """`citegate run` without dates plans the days of a trace file's calls too (issue 14), reading the files with
+    the run's [ingest] bounds and [adapters] settings."""
+    import shutil
+    from datetime import date
+    from pathlib import Path
+
+    from citegate_assets.lib.config import parse_config
+    from citegate_assets.pipeline import plan_days
+
+    fixtures = Path(__file__).parent / "fixtures" / "adapters"
+    shutil.copy(fixtures / "openinference" / "phoenix_spans.jsonl", landing / "phoenix_spans.jsonl")  # 2026-11-02
+    shutil.copy(fixtures / "otlp" / "otlp_attributes.jsonl", landing / "otlp_attributes.jsonl")  # 2026-11-16
+    today, warehouse = date(2026, 11, 20), tmp_path / "w.duckdb"
+    plan = plan_days(landing, warehouse, None, None, today, config=parse_config({}, None))
+    assert (plan.start, plan.end, plan.note) == (date(2026, 11, 2), date(2026, 11, 16), "")
+    # the config is what reads them: a trace file over [adapters].max_file_bytes is not read, so gives no day
+    small = parse_config({"adapters": {"max_file_bytes": 1024}}, None)
+    plan = plan_days(landing, warehouse, None, None, today, config=small)
+    assert (plan.start, plan.end) == (date(2026, 11, 19), date(2026, 11, 19))
+    assert plan.note.startswith("no valid dated records found")

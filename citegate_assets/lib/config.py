@@ -18,6 +18,7 @@ from typing import TypeGuard
 
 from .adapters.base import AdapterSettings
 from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
+from .reasons import QUEUE_REASONS
 
 STAKES = ("high", "low", "off")
 DEFAULT_SURFACE = "default"
@@ -184,21 +185,6 @@ class CalibrationConfig:
     false_pass_threshold: float = _opt(0.10, _number(0, 1, low_open=True, high_open=True))
     # ... and rest on at least this many human no/partial labels
     min_negatives: int = _opt(30, _integer(0))
-
-
-QUEUE_REASONS = (
-    "fabricated_id",
-    "dropped_before_prompt",
-    "span_truncated",
-    "span_missing",
-    "span_outside_context",
-    "span_in_other_chunk",
-    "context_not_found",
-    "support_partial",
-    "support_no",
-    "judge_unparseable",
-    "numeric_mismatch",
-)
 
 
 @dataclass(frozen=True)

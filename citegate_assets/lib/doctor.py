@@ -7,6 +7,11 @@ in the prompt differs from the retrieved text: escaped or rewritten), or missing
 come after every chunk found in their prompt (in retrieved order) are what a top-k assembly drops and do
 not count against the template; other misfits do. A template that does not fit is compared with `auto`
 and the other built-ins on the same records. Plain functions over the polars frames; no dagster here.
+
+A file in a trace format (lib/adapters, README "Trace formats") is detected and converted as ingest does it (by
+its first line and head, or a *.json file as one document; read whole, up to [adapters].max_file_bytes, with the
+[adapters] settings), and its calls' records are examined like any others; the report says which format each
+file was read as. A *.json file of no trace format is not read (a note says so), as ingest rejects it.
 """
 
 from __future__ import annotations
@@ -16,13 +21,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import polars as pl
 
+from .adapters import (
+    HEAD_BYTES,
+    Call,
+    Conversion,
+    TraceFileTooLarge,
+    convert_lines,
+    detect,
+    detect_lines,
+    read_head,
+    record_line,
+)
 from .batch import PROFILE_NO_CONTEXT, PROFILE_UNKNOWN, Frames, frames_of_records, template_of
 from .config import Config
-from .landing import OutsideLanding, landing_entries, landing_root, open_entry
-from .lines import READ_ERRORS, DecompressedTooLarge, ReadState, open_stream, read_lines
+from .landing import Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
+from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, open_stream, read_lines
 from .profiles import BUILTIN_PROFILES
 from .records import Record, Reject, parse_raw_line
 from .terminal import ident, safe
@@ -147,6 +164,9 @@ class Reading:
     files: int = 0
     lines: int = 0
     rejected: Counter = field(default_factory=Counter)  # reason -> lines that are not records
+    calls_rejected: Counter = field(default_factory=Counter)  # reason -> calls of trace files their adapter refused
+    formats: dict[str, str] = field(default_factory=dict)  # file name -> the format it was read as, or not read (why)
+    conversions: dict[str, str] = field(default_factory=dict)  # trace file name -> what its adapter made of it
     duplicates: int = 0
     over_limit: int = 0
     notes: list[str] = field(default_factory=list)  # entries not read, files not read to their end
@@ -181,6 +201,22 @@ def read_landing(
     out = Reading()
     seen: set[str] = set()
     per_surface: Counter = Counter()
+
+    def take(where: tuple[str, int], line: Line) -> None:
+        rec, _ = parse_raw_line(line, now, config.ingest.max_line_bytes)
+        if isinstance(rec, Reject):
+            out.rejected[rec.reason] += 1
+            return
+        if rec.request_id in seen:
+            out.duplicates += 1
+            return
+        if limit is not None and per_surface[rec.surface] >= limit:
+            out.over_limit += 1
+            return
+        seen.add(rec.request_id)
+        per_surface[rec.surface] += 1
+        out.groups.setdefault((rec.surface, template_of(rec, config)), []).append((where, rec))
+
     for entry in landing_entries(root):
         if entry.reason:
             out.notes.append(f"{entry.detail} ({entry.reason})")
@@ -188,6 +224,24 @@ def read_landing(
         try:
             with open_entry(root, entry) as (fh, _):
                 out.files += 1
+                conv = _trace_file(entry, fh, config, out)
+                if conv is not None:
+                    for item in conv.items:
+                        if isinstance(item, Call) and item.reason is None:
+                            raw, problem = record_line(item)
+                            if raw is None:
+                                out.calls_rejected["adapter_error"] += 1
+                            else:
+                                take((entry.name, item.line_no), Line(item.line_no, raw, 0, len(raw)))
+                        elif isinstance(item, Call):
+                            out.calls_rejected[item.reason] += 1
+                        else:
+                            out.rejected[item.reason] += 1
+                    continue
+                if entry.name in out.formats:  # a trace file that could not be converted: its note says why
+                    continue
+                out.formats[entry.name] = "citegate-log/1"
+                fh.seek(0)
                 lines = read_lines(
                     open_stream(fh, entry.compressed),
                     ReadState(),
@@ -197,24 +251,69 @@ def read_landing(
                 )
                 for line in lines:
                     out.lines += 1
-                    rec, _ = parse_raw_line(line, now, config.ingest.max_line_bytes)
-                    if isinstance(rec, Reject):
-                        out.rejected[rec.reason] += 1
-                        continue
-                    if rec.request_id in seen:
-                        out.duplicates += 1
-                        continue
-                    if limit is not None and per_surface[rec.surface] >= limit:
-                        out.over_limit += 1
-                        continue
-                    seen.add(rec.request_id)
-                    per_surface[rec.surface] += 1
-                    out.groups.setdefault((rec.surface, template_of(rec, config)), []).append(
-                        ((entry.name, line.no), rec)
-                    )
+                    take((entry.name, line.no), line)
         except (OutsideLanding, DecompressedTooLarge, *READ_ERRORS) as exc:
             out.notes.append(f"{entry.name}: not read to its end: {exc}")
     return out
+
+
+def _trace_file(entry: Entry, fh: BinaryIO, config: Config, out: Reading) -> Conversion | None:
+    """The conversion of a trace-format file, as ingest makes it; None for a citegate-log/1 file, or for a trace
+    file that cannot be converted (then `out` has a note saying why, and its format as `not read`)."""
+    max_inflated = config.ingest.max_decompressed_bytes if entry.compressed else None
+    first = next(
+        read_lines(
+            open_stream(fh, entry.compressed),
+            ReadState(),
+            max_line_bytes=config.ingest.max_line_bytes,
+            max_inflated_bytes=max_inflated,
+            final=True,
+        ),
+        None,
+    )
+    fh.seek(0)
+    found = None
+    if first is not None and not first.too_long:
+        found = detect(first.raw, read_head(open_stream(fh, entry.compressed), HEAD_BYTES))
+    if found is None and not is_trace_name(entry.name):
+        return None  # citegate-log/1 lines
+    fh.seek(0)
+    lines: list[Line] = []
+    total = 0
+    try:
+        for line in read_lines(
+            open_stream(fh, entry.compressed),
+            ReadState(),
+            max_line_bytes=config.ingest.max_line_bytes,
+            max_inflated_bytes=max_inflated,
+            final=True,
+        ):
+            total += line.length
+            if total > config.adapters.max_file_bytes:
+                raise TraceFileTooLarge(
+                    f"holds more than {config.adapters.max_file_bytes:,} bytes (the bound is [adapters].max_file_bytes)"
+                )
+            lines.append(line)
+    except TraceFileTooLarge as exc:
+        out.formats[entry.name] = "not read (trace_file_too_large)"
+        out.notes.append(f"{entry.name}: a trace file is read whole, and it {exc}; not read (trace_file_too_large)")
+        return None
+    adapter, lines = detect_lines(lines)
+    if adapter is None:
+        out.formats[entry.name] = "not read (unknown_trace_format)"
+        out.notes.append(
+            f"{entry.name}: a *.json file must be of a trace format, and it is of none; not read (unknown_trace_format)"
+        )
+        return None
+    conv = convert_lines(adapter, lines, config.adapters.settings())
+    out.lines += conv.source_lines
+    out.formats[entry.name] = adapter.name
+    if conv.error is not None:
+        out.formats[entry.name] = f"not read (adapter_failed: {adapter.name})"
+        out.notes.append(f"{entry.name}: {conv.error}; not read (adapter_failed)")
+        return None
+    out.conversions[entry.name] = conv.describe().removeprefix(f"{adapter.name}: ")
+    return conv
 
 
 # ---------------------------------------------------------------------------------------------------- counting
@@ -430,8 +529,20 @@ def render(report: Report, logs: str | Path, config_name: str, limit: int | None
     def counts(c: Counter) -> str:
         return ", ".join(f"{k} {v}" for k, v in c.most_common())
 
+    # which format each file was read as: citegate-log/1 files on one line, each converted trace file on its own
+    plain = [name for name, fmt in r.formats.items() if fmt == "citegate-log/1"]
+    if plain and len(plain) < len(r.formats):
+        lines.append(safe(f"  read as citegate-log/1: {', '.join(plain)}"))
+    for name, fmt in r.formats.items():
+        if name in r.conversions:
+            lines.append(safe(f"  read as {fmt}: {name} ({r.conversions[name]})"))
+        elif fmt != "citegate-log/1":
+            lines.append(safe(f"  {fmt}: {name}"))
     skipped = [
         f"{sum(r.rejected.values())} lines that are not records ({counts(r.rejected)})" if r.rejected else "",
+        f"{sum(r.calls_rejected.values())} trace calls not converted ({counts(r.calls_rejected)})"
+        if r.calls_rejected
+        else "",
         f"{r.duplicates} repeated request ids" if r.duplicates else "",
         f"{r.over_limit} records over the limit" if r.over_limit else "",
         f"{sum(report.rejected.values())} records refused ({counts(report.rejected)})" if report.rejected else "",

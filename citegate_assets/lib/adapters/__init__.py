@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lines import RAW_KEEP_BYTES, Line, ReadState, Stream, open_stream, read_lines
-from .base import Adapter, AdapterSettings, Call, LineReject
+from .base import ADAPTER_ERROR, LINE_TOO_LONG, Adapter, AdapterSettings, Call, LineReject
 
 __all__ = [
+    "ADAPTER_ERROR",
     "FORMATS",
+    "LINE_TOO_LONG",
     "Adapter",
     "AdapterSettings",
     "Call",
@@ -44,8 +46,6 @@ __all__ = [
 FORMATS = ("otlp", "openinference", "langfuse", "anthropic")  # also the detection order
 BOM = b"\xef\xbb\xbf"
 HEAD_BYTES = 64 * 1024  # what `detect_head` sees of a file
-LINE_TOO_LONG = "line_too_long"  # a source line over [ingest].max_line_bytes: never given to the adapter
-ADAPTER_ERROR = "adapter_error"  # a call the adapter gave that cannot be written as a citegate-log/1 line
 
 _loaded: dict[str, Adapter] | None = None
 _unavailable: dict[str, str] = {}

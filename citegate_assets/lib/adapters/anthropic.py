@@ -21,8 +21,10 @@ The record:
   visible as `span_truncated`, one it left out as `dropped_before_prompt`); else the citable blocks of the
   request in the order sent, `document` and `search_result` alike, rank = that order (1-based): a search
   result's text is its text blocks, a document's its `source.data` (text source) or its text blocks (content
-  source). A document whose source is a PDF (base64, url) or a Files API file has no text citegate can read:
-  it is left out of `retrieved` (its rank is skipped), and a citation into it is unverifiable (below);
+  source). With neither (no `retrieved` logged, no citable block) the call is rejected (`retrieval_not_paired`),
+  never given an empty retrieval, as in every trace format. A document whose source is a PDF (base64, url) or a
+  Files API file has no text citegate can read: it is left out of `retrieved` (its rank is skipped), and a
+  citation into it is unverifiable (below);
 - chunk id of a block: a search result's `source`; a document's `context` when that is a JSON object holding
   the key [adapters].chunk_id_key (where apps put structured metadata), else its `title`, else
   `doc{document_index}`. An id two blocks of the call share is made unique with the block's kind and index
@@ -49,9 +51,10 @@ With no native citation in the response, the citations are the list at [adapters
 answer's own JSON; an answer with no such list is passed as the raw `citations` string, so ingest puts it in
 `answer_rejects` as for any citegate-log/1 line.
 
-Line rejects: `invalid_json` (not UTF-8 JSON), `not_of_format` (no `request`/`response`, or a response that is
-no Message: an error body, a citation with no `cited_text`, ...; when the response names its `id`, the reject
-is that call's), `prompt_undecodable` (a request body lib/containers cannot read).
+Line rejects: `empty_line`, `invalid_utf8`, `invalid_json`, `not_of_format` (no `request`/`response`, or a
+response that is no Message: an error body, a citation with no `cited_text`, ...; when the response names its
+`id`, the reject is that call's), `prompt_undecodable` (a request body lib/containers cannot read),
+`retrieval_not_paired` (a call's: no `retrieved` logged and no citable block in the request).
 """
 
 from __future__ import annotations
@@ -63,10 +66,19 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..containers import DocumentBlock, Message, PromptDecodeError, decode_body
-from .base import INVALID_JSON, NOT_OF_FORMAT, AdapterSettings, Call, LineReject
+from .base import (
+    EMPTY_LINE,
+    INVALID_JSON,
+    INVALID_UTF8,
+    NOT_OF_FORMAT,
+    PROMPT_UNDECODABLE,
+    RETRIEVAL_NOT_PAIRED,
+    AdapterSettings,
+    Call,
+    LineReject,
+)
 
 BOM = b"\xef\xbb\xbf"
-PROMPT_UNDECODABLE = "prompt_undecodable"  # the same reason ingest gives a citegate-log/1 line
 UNVERIFIABLE = "unverifiable: "  # the prefix of a location_mismatch that says the location could not be read
 _QUOTE = 60  # characters of a text quoted in a mismatch detail
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -118,12 +130,14 @@ ADAPTER = AnthropicAdapter()
 def convert_line(line_no: int, raw: bytes, settings: AdapterSettings) -> Call | LineReject:
     if line_no == 1 and raw.startswith(BOM):
         raw = raw[len(BOM) :]  # an encoding artifact, not content (as lib/records treats it)
+    if not raw.strip():
+        return LineReject(line_no, EMPTY_LINE, "blank line")
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return LineReject(line_no, INVALID_JSON, f"not UTF-8 at byte {exc.start}")
+        return LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}")
     except (ValueError, RecursionError) as exc:
-        return LineReject(line_no, INVALID_JSON, str(exc)[:200] if raw.strip() else "blank line")
+        return LineReject(line_no, INVALID_JSON, str(exc)[:200])
     if not isinstance(obj, dict):
         return LineReject(line_no, NOT_OF_FORMAT, f"line holds a JSON {_kind(obj)}, not an exchange object")
     response = obj.get("response")
@@ -136,7 +150,13 @@ def convert_line(line_no: int, raw: bytes, settings: AdapterSettings) -> Call | 
         return Call(line_no, request_id, None, NOT_OF_FORMAT, str(exc))
     except PromptDecodeError as exc:
         return Call(line_no, request_id, None, PROMPT_UNDECODABLE, f"request: {exc}")
+    except _NotPaired as exc:
+        return Call(line_no, request_id, None, RETRIEVAL_NOT_PAIRED, str(exc))
     return Call(line_no, record["request_id"], record)
+
+
+class _NotPaired(Exception):
+    """No retrieval logged and no citable block in the request."""
 
 
 def _record(obj: dict, settings: AdapterSettings) -> dict:
@@ -175,8 +195,10 @@ def _record(obj: dict, settings: AdapterSettings) -> dict:
         citations = _from_answer_json(answer, settings.citations_path)
     if "retrieved" in obj and obj["retrieved"] is not None:
         retrieved = obj["retrieved"]  # the app's own log; ingest validates it like any citegate-log/1 line
-    else:
+    elif blocks:
         retrieved = [{"chunk_id": b.chunk_id, "rank": b.rank, "text": b.text} for b in blocks if b.readable]
+    else:
+        raise _NotPaired("the exchange logs no 'retrieved' and its request holds no document or search result block")
     surface = obj.get("surface")
     return {
         "request_id": response["id"],

@@ -13,11 +13,30 @@ from dataclasses import dataclass
 from typing import Protocol
 
 # Reject reasons an adapter may give a call or a line (ingest_rejects.reason); README "Trace formats" lists them.
+# Every reason more than one module gives is defined here, once; an adapter imports it from here.
+# - a source line:
 INVALID_JSON = "invalid_json"  # a source line that is not JSON (the same reason as for citegate-log/1 lines)
+INVALID_UTF8 = "invalid_utf8"  # a source line that is not UTF-8 (likewise)
+EMPTY_LINE = "empty_line"  # a blank source line (likewise)
 NOT_OF_FORMAT = "not_of_format"  # a JSON line of a different shape than the file's detected format
+# - a call: what the tracer did not keep
 CONTENT_REDACTED = "content_redacted"  # the tracer replaced the prompt or a document with a placeholder
 CONTENT_TRUNCATED = "content_truncated"  # the tracer cut the prompt or a document (a length limit)
 CONTENT_NOT_CAPTURED = "content_not_captured"  # no prompt text at all: message content capture was off
+# - a call with no retriever span/observation paired (lib/adapters/traces.py: none of its trace ended before it
+#   started) and no citable block in its own request (an Anthropic exchange: no `retrieved` logged and no document
+#   or search result block). Never given `retrieved: []`, which would make each of its citations a false
+#   fabricated_id; a paired retriever that returned nothing is an empty retrieval, not this reject.
+RETRIEVAL_NOT_PAIRED = "retrieval_not_paired"
+# - a call: the same reasons ingest gives a citegate-log/1 line (lib/records.py, lib/batch.py)
+PROMPT_UNDECODABLE = "prompt_undecodable"  # a request body lib/containers cannot read
+MISSING_FIELD = "missing_field"  # a field the record needs (the answer model) is nowhere in the call
+INVALID_TIMESTAMP = "invalid_timestamp"  # the call's (or a paired retriever's) time is unusable
+INVALID_RETRIEVED = "invalid_retrieved"  # a retrieved document with no chunk id
+DUPLICATE_CHUNK_ID = "duplicate_chunk_id"  # one chunk id with two different texts in a call's retrieval
+# - given by the registry (lib/adapters/__init__.py), never by an adapter:
+LINE_TOO_LONG = "line_too_long"  # a source line over [ingest].max_line_bytes: never given to the adapter
+ADAPTER_ERROR = "adapter_error"  # a call the adapter gave that cannot be written as a citegate-log/1 line
 # An answer with no parsable citations is not an adapter reject: its record carries the raw answer text as
 # `citations`, and ingest puts it in answer_rejects as for any citegate-log/1 line.
 
@@ -54,6 +73,20 @@ class LineReject:
 
 
 class Adapter(Protocol):
+    """What the registry (lib/adapters/__init__.py) needs of an adapter: the module's ADAPTER object (else the one
+    object or class of the module whose `name` is the format's; a class is built without arguments) with `name`,
+    `detect` and `convert`.
+
+    Optional: `detect_head(self, head: bytes) -> bool`. Not part of this Protocol (a Protocol cannot make a method
+    optional); the registry looks it up with getattr. When an adapter has it and the caller gives the file's head,
+    the registry's `detect(first_line, head)` claims the file for it only when `detect(first_line)` and
+    `detect_head(head)` both say yes; head is the file's first HEAD_BYTES (64 KiB) with any BOM removed. For a
+    format whose first line alone can be ambiguous (a pretty-printed JSON document whose first line is `{`). An
+    adapter without it is judged by its first line alone.
+
+    Both detectors and convert may raise: a detector that raises says no; a convert that raises fails the whole
+    file (nothing of it is taken, the ledger says why). Reasons: the constants above."""
+
     name: str  # "otlp" | "openinference" | "langfuse" | "anthropic"
 
     def detect(self, first_line: bytes) -> bool:
@@ -62,5 +95,6 @@ class Adapter(Protocol):
 
     def convert(self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings) -> Iterator[Call | LineReject]:
         """Every call of the file, in source order of the line holding it; every bad line as a LineReject.
-        A source line that holds only spans (retrievers, chains) yields nothing."""
+        A source line that holds only spans (retrievers, chains) yields nothing. Lines come as (1-based number,
+        raw bytes without the line end; the first without a BOM); a line over the line bound is never given."""
         ...

@@ -57,8 +57,11 @@ from .base import (
     CONTENT_NOT_CAPTURED,
     CONTENT_REDACTED,
     CONTENT_TRUNCATED,
+    EMPTY_LINE,
     INVALID_JSON,
+    INVALID_UTF8,
     NOT_OF_FORMAT,
+    RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
     LineReject,
@@ -68,8 +71,6 @@ from .traces import LLM, OTHER, RETRIEVER, Span, SpanTree
 NAME = "langfuse"
 MASK_FALLBACK = "<fully masked due to failed mask function>"  # langfuse/_client/constants.py MASK_FALLBACK_VALUE
 REDACTION_MARKERS = frozenset({MASK_FALLBACK, "__REDACTED__"})  # the SDK's, and OpenInference's HIDE_* value
-RETRIEVAL_NOT_PAIRED = "retrieval_not_paired"  # no RETRIEVER of the trace ended before the generation started
-EMPTY_LINE = "empty_line"
 _HEAD = re.compile(rb'\A\s*(\{\s*"(data|meta)"\s*:|\[\s*\{\s*"id"\s*:)')  # a page, or a bare list of observations
 _OPENS = re.compile(rb'\A\s*(\{|\[|\{\s*"data"\s*:\s*\[)\s*\Z')  # a first line that only opens a document
 _API_KEYS = ("id", "traceId", "type", "startTime")
@@ -166,7 +167,10 @@ def _read(lines: list[tuple[int, bytes]]) -> tuple[list[Observation], list[LineR
             rejects.append(LineReject(line_no, EMPTY_LINE, "blank line"))
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            rejects.append(LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}"))
+            continue
         except (ValueError, RecursionError) as exc:
             rejects.append(LineReject(line_no, INVALID_JSON, str(exc)[:200]))
             continue

@@ -37,7 +37,9 @@ wraps another LLM span (see `model_calls`):
 - retrieved: see `pair_retrievers`. Chunk id = `document.id`, else metadata[AdapterSettings.chunk_id_key]
   (LangChain's instrumentor emits no document.id); text = `document.content`; rank = position, 1-based, across
   the paired spans in order. With no retriever paired, an Anthropic request's citable blocks are the retrieved
-  chunks (as lib/adapters/anthropic.py takes them).
+  chunks (as lib/adapters/anthropic.py takes them), whether its answer cites them natively or in JSON; with
+  neither, the call is rejected (`retrieval_not_paired`), never given an empty retrieval (each of its citations
+  would be a false fabricated_id). A paired RETRIEVER span with no documents is an empty retrieval, no reject.
 
 What is not read: `llm.prompt_template.*` (the surface's template applies), RERANKER spans, `document.score`.
 The whole file is read before pairing, so a file's spans are held in memory at once.
@@ -57,8 +59,16 @@ from .base import (
     CONTENT_NOT_CAPTURED,
     CONTENT_REDACTED,
     CONTENT_TRUNCATED,
+    DUPLICATE_CHUNK_ID,
+    EMPTY_LINE,
     INVALID_JSON,
+    INVALID_RETRIEVED,
+    INVALID_TIMESTAMP,
+    INVALID_UTF8,
+    MISSING_FIELD,
     NOT_OF_FORMAT,
+    PROMPT_UNDECODABLE,
+    RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
     LineReject,
@@ -134,9 +144,9 @@ def parse_span(line_no: int, raw: bytes) -> Span | LineReject:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return LineReject(line_no, "invalid_utf8", f"not UTF-8 at byte {exc.start}")
+        return LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}")
     if not text.strip():
-        return LineReject(line_no, "empty_line", "blank line")
+        return LineReject(line_no, EMPTY_LINE, "blank line")
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -289,7 +299,7 @@ def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[str, st
             chunk_id = _id_str(_meta_get(retriever.attrs, f"{base}.metadata", settings.chunk_id_key, where))
         if chunk_id is None:
             raise _Reject(
-                "invalid_retrieved",
+                INVALID_RETRIEVED,
                 f"{where}: no document.id and no metadata key {settings.chunk_id_key!r} ([adapters] chunk_id_key)",
             )
         text = retriever.attrs.get(f"{base}.content")
@@ -307,15 +317,19 @@ def _doc_key(key: str, prefix: str) -> bool:
     return key.startswith(prefix) and key[len(prefix) :].split(".", 1)[0].isdigit()
 
 
-def _retrieved(trace: _Trace, call: Span, settings: AdapterSettings) -> list[dict]:
+def _retrieved(trace: _Trace, call: Span, settings: AdapterSettings) -> list[dict] | None:
+    """The chunks of the paired RETRIEVER spans in rank order; None when no RETRIEVER span is paired."""
+    paired = pair_retrievers(trace, call)
+    if not paired:
+        return None
     seen: dict[str, str] = {}
     out: list[dict] = []
-    for retriever in pair_retrievers(trace, call):
+    for retriever in paired:
         for chunk_id, text in _documents(retriever, settings):
             if chunk_id in seen:
                 if seen[chunk_id] != text:
                     raise _Reject(
-                        "duplicate_chunk_id",
+                        DUPLICATE_CHUNK_ID,
                         f"chunk {chunk_id!r} comes back from two paired retrievers with different texts",
                     )
                 continue  # the same chunk from two paired retrievers: kept once, at its first rank
@@ -356,7 +370,7 @@ def _prompt(span: Span) -> tuple[str, dict | None]:
     if rebuilt is not None:
         return json.dumps(rebuilt, ensure_ascii=False), None
     if problem is not None:
-        raise _Reject("prompt_undecodable", f"{where}: input.value is no request body ({problem}), no input messages")
+        raise _Reject(PROMPT_UNDECODABLE, f"{where}: input.value is no request body ({problem}), no input messages")
     raise _Reject(
         CONTENT_NOT_CAPTURED,
         f"{where}: no JSON input.value and no llm.input_messages (OPENINFERENCE_HIDE_INPUT_MESSAGES?)",
@@ -465,7 +479,19 @@ def _native_citations(
     except anthropic.NotOfFormat as exc:
         raise _Reject(NOT_OF_FORMAT, f"{where}: {exc}") from None
     except PromptDecodeError as exc:
-        raise _Reject("prompt_undecodable", f"LLM span {span.span_id}: {exc}"[:_DETAIL_MAX]) from None
+        raise _Reject(PROMPT_UNDECODABLE, f"LLM span {span.span_id}: {exc}"[:_DETAIL_MAX]) from None
+
+
+def _request_blocks(span: Span, prompt: str, settings: AdapterSettings) -> list:
+    """The citable blocks (Anthropic documents, search results) of a request body, in the order sent."""
+    from . import anthropic
+
+    try:
+        return anthropic.citable_blocks(decode_body(prompt, "json").messages, settings)
+    except anthropic.NotOfFormat as exc:
+        raise _Reject(NOT_OF_FORMAT, f"LLM span {span.span_id}: input.value: {exc}") from None
+    except PromptDecodeError as exc:
+        raise _Reject(PROMPT_UNDECODABLE, f"LLM span {span.span_id}: {exc}"[:_DETAIL_MAX]) from None
 
 
 def _answer(span: Span, body: Any) -> str | None:
@@ -503,11 +529,11 @@ def _citations(answer: str | None, path: str) -> Any:
 def _call(trace: _Trace, span: Span, settings: AdapterSettings) -> Call:
     try:
         if isinstance(span.start, str):
-            raise _Reject("invalid_timestamp", f"LLM span {span.span_id}: {span.start}")
+            raise _Reject(INVALID_TIMESTAMP, f"LLM span {span.span_id}: {span.start}")
         for r in trace.retrievers.get(span.trace_id, []):
             if isinstance(r.end, str):
                 raise _Reject(
-                    "invalid_timestamp",
+                    INVALID_TIMESTAMP,
                     f"retriever span {r.span_id} (line {r.line_no}) of this trace: {r.end}; cannot pair its chunks",
                 )
         prompt, body = _prompt(span)
@@ -515,13 +541,21 @@ def _call(trace: _Trace, span: Span, settings: AdapterSettings) -> Call:
         if not isinstance(model, str) or not model:
             model = body.get("model") if body is not None else None
         if not isinstance(model, str) or not model:
-            raise _Reject("missing_field", f"LLM span {span.span_id}: no llm.model_name and no model in input.value")
+            raise _Reject(MISSING_FIELD, f"LLM span {span.span_id}: no llm.model_name and no model in input.value")
         output = _output_body(span)
         native, citations, blocks = _native_citations(span, output, prompt, body, settings)
         answer = native if citations else _answer(span, output)
         retrieved = _retrieved(trace, span, settings)
+        if retrieved is None and not blocks and body is not None:  # the request's own documents, cited or not
+            blocks = _request_blocks(span, prompt, settings)
         if not retrieved and blocks:  # no retriever span paired: the request's citable blocks, in the order sent
             retrieved = [{"chunk_id": b.chunk_id, "rank": b.rank, "text": b.text} for b in blocks if b.readable]
+        if retrieved is None:  # no retriever paired, no citable block in the request: never an empty retrieval
+            raise _Reject(
+                RETRIEVAL_NOT_PAIRED,
+                f"LLM span {span.span_id}: no RETRIEVER span of trace {span.trace_id} ended before the call started,"
+                " and the request holds no citable document or search result block",
+            )
         record = {
             "request_id": span.span_id,
             "logged_at": span.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),

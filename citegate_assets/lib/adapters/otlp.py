@@ -19,6 +19,9 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   `content` (the conventions' name for text in message parts), else `text`; metadata from `metadata`.
 - Pairing: lib/adapters/traces.py (same trace, ended before the call started, nearest ancestor first, then
   nearest in time); ranks follow that order. Chunk id = the document's `id`, else `metadata[chunk_id_key]`.
+  A call with no retrieval span paired is rejected (`retrieval_not_paired`), never given an empty retrieval
+  (each of its citations would be a false fabricated_id); a paired retrieval span that failed (status ERROR)
+  counts as paired and adds no document.
 - request_id = `<traceId>/<spanId>` (a span id is only unique within its trace); logged_at = the span's start
   (RFC 3339 UTC, microseconds); answer_model = `gen_ai.response.model`, else `gen_ai.request.model`; surface =
   the span attribute `surface_key`, else that resource attribute, else resource `service.name` unless it is the
@@ -51,8 +54,11 @@ from .base import (
     CONTENT_NOT_CAPTURED,
     CONTENT_REDACTED,
     CONTENT_TRUNCATED,
+    EMPTY_LINE,
     INVALID_JSON,
+    INVALID_UTF8,
     NOT_OF_FORMAT,
+    RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
     LineReject,
@@ -160,10 +166,10 @@ def _read_line(f: _File, line_no: int, raw: bytes, order: int) -> int:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        f.line_rejects.append(LineReject(line_no, INVALID_JSON, f"not UTF-8 at byte {exc.start}"))
+        f.line_rejects.append(LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}"))
         return order
     if not text.strip():
-        f.line_rejects.append(LineReject(line_no, INVALID_JSON, "blank line"))
+        f.line_rejects.append(LineReject(line_no, EMPTY_LINE, "blank line"))
         return order
     try:
         obj = json.loads(text)
@@ -573,8 +579,14 @@ def _retrieved(
     settings: AdapterSettings,
     texts: list[str],
 ) -> tuple[list[dict], list[dict]]:
+    paired = tree.pair(row.span)
+    if not paired:
+        raise _Unusable(
+            RETRIEVAL_NOT_PAIRED,
+            f"span {row.span.span_id}: no retrieval span of trace {row.span.trace_id} ended before the call started",
+        )
     docs: list[tuple[str, str | None]] = []
-    for span in tree.pair(row.span):
+    for span in paired:
         r = retrievers[(span.trace_id, span.span_id)]
         if r.status_code == STATUS_ERROR:
             continue  # a failed retrieval returned nothing

@@ -7,16 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..reasons import ASSEMBLY_FAILURES
+
 # Checker precedence, highest first; "ok" only when nothing else applies.
-REASONS = (
-    "fabricated_id",
-    "dropped_before_prompt",
-    "span_truncated",
-    "span_missing",
-    "span_outside_context",
-    "span_in_other_chunk",
-    "ok",
-)
+REASONS = (*ASSEMBLY_FAILURES, "ok")
 REASON_WEIGHTS = {
     "ok": 74,
     "fabricated_id": 4,
