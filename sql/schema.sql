@@ -42,7 +42,8 @@ create table if not exists prompts (
     n_sections integer not null,
     normalization_version varchar not null,
     ingested_at timestamptz not null,
-    prompt_reconstructed boolean          -- schema 4: true when an adapter rebuilt the prompt from captured messages
+    prompt_reconstructed boolean,         -- schema 4: true when an adapter rebuilt the prompt from captured messages
+    retrieved_left_out varchar            -- schema 4: JSON [{chunk_id, why}], chunks a trace named without a text
 );
 
 create table if not exists prompt_sections (
@@ -68,7 +69,9 @@ create table if not exists retrievals (
     chunking varchar,
     text varchar not null,
     text_normalized varchar not null,
-    in_prompt boolean not null           -- a context section resolves to this chunk
+    in_prompt boolean not null,          -- a context section resolves to this chunk
+    text_source varchar                  -- schema 4: 'prompt' when an adapter took the text from the prompt (no
+                                         -- text in the trace), else the retriever's own (null)
 );
 
 create table if not exists citations (

@@ -494,3 +494,32 @@ def test_a_copy_under_a_second_name_in_the_same_run_adds_nothing(con, landing, c
     assert counts(con)["prompts"] == 4
     assert rows(con, "select count(*) from ingest_rejects where reason like 'duplicate%'") == [(0,)]
     assert balanced(con)
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"retrieved_left_out": [{"chunk_id": "kb-1"}]}, "wrong_type"),
+        ({"retrieved_left_out": "kb-1"}, "wrong_type"),
+        ({"retrieved": [{"chunk_id": "kb-1", "text": "t", "text_source": "guess"}]}, "invalid_retrieved"),
+    ],
+)
+def test_what_an_adapter_could_not_recover_is_validated_like_any_field(change, reason):
+    from citegate_assets.lib.records import Reject, parse_record
+
+    record = {**scenario_record("plain-list", "text"), **change}
+    got = parse_record(record, datetime(2026, 11, 20, tzinfo=UTC))
+    assert isinstance(got, Reject) and got.reason == reason
+
+
+def test_what_an_adapter_could_not_recover_is_kept():
+    from citegate_assets.lib.records import Record, parse_record
+
+    base = scenario_record("plain-list", "text")
+    retrieved = [{**base["retrieved"][0], "text_source": "prompt"}, *base["retrieved"][1:]]
+    left_out = [{"chunk_id": "kb-9", "why": "no text in the trace and not found in the prompt"}]
+    record = {**base, "retrieved": retrieved, "retrieved_left_out": left_out}
+    got = parse_record(record, datetime(2026, 11, 20, tzinfo=UTC))
+    assert isinstance(got, Record)
+    assert [r["text_source"] for r in got.retrieved] == ["prompt"] + [None] * (len(retrieved) - 1)
+    assert json.loads(got.retrieved_left_out or "") == left_out

@@ -207,6 +207,13 @@ def test_every_planted_reason_through_ingest_and_the_provenance_gate(tmp_path):
         }
         assert [r for (r,) in con.sql("select reason from answer_rejects").fetchall()] == ["citations_not_json"]
         assert con.execute("select bool_and(prompt_reconstructed), count(*) from prompts").fetchall() == [(True, 7)]
+        # a text taken from the prompt, and a chunk the trace named without a text, say so in the tables
+        from_prompt = {(e["request_id"], c) for e in expected for c in e.get("text_from_prompt", [])}
+        taken = con.sql("select request_id, chunk_id from retrievals where text_source = 'prompt'").fetchall()
+        assert from_prompt and set(taken) == from_prompt
+        left_out = {(e["request_id"], tuple(e["left_out"])) for e in expected if e.get("left_out")}
+        stored = con.sql("select request_id, retrieved_left_out from prompts where retrieved_left_out is not null")
+        assert {(rid, tuple(x["chunk_id"] for x in json.loads(v))) for rid, v in stored.fetchall()} == left_out
         again = ingest_landing(con, landing, config, final=True, now=NOW)  # rerun: nothing twice
         assert again.records_ingested == 0 and again.records_rejected == 0
         assert con.execute("select count(*) from prompts").fetchall() == [(7,)]

@@ -146,11 +146,23 @@ def build_frames(
                 "source_line": line_no,
                 "unescape": unescape,
                 "prompt_reconstructed": rec.prompt_reconstructed,
+                "retrieved_left_out": rec.retrieved_left_out,
             }
         )
         for position, r in enumerate(rec.retrieved):
             retrieval_rows.append(
-                (rid, rec.day, r["chunk_id"], r["rank"], position, r["doc_id"], r["chunking"], r["text"], unescape)
+                (
+                    rid,
+                    rec.day,
+                    r["chunk_id"],
+                    r["rank"],
+                    position,
+                    r["doc_id"],
+                    r["chunking"],
+                    r["text"],
+                    unescape,
+                    r.get("text_source"),
+                )
             )
         if status == PROFILE_UNKNOWN:
             answer_reject_rows.append(
@@ -253,6 +265,7 @@ PROMPT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_line": pl.Int64,
     "unescape": pl.String,
     "prompt_reconstructed": pl.Boolean,
+    "retrieved_left_out": pl.String,
 }
 ANSWER_REJECT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
@@ -275,6 +288,7 @@ RETRIEVAL_COLUMNS = [
     "text",
     "text_normalized",
     "in_prompt",
+    "text_source",
 ]
 
 
@@ -321,6 +335,7 @@ def _retrievals(rows: list[tuple]) -> pl.DataFrame:
         "chunking": pl.String,
         "text": pl.String,
         "unescape": pl.String,
+        "text_source": pl.String,
     }
     df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     return df.with_columns(text_normalized=normalize(pl.col("text"), pl.col("unescape")))

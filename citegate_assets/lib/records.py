@@ -19,6 +19,9 @@ FUTURE_SLACK = timedelta(days=1)
 BOM = b"\xef\xbb\xbf"
 REQUIRED = {"request_id": str, "logged_at": str, "surface": str, "answer_model": str, "prompt": str}
 MAX_RANK = 2**31 - 1
+# where a retrieved text came from: the retriever (absent, the default) or, when a tracer logged only the chunk's
+# id, the prompt itself (an adapter found it there: a chunk cut before sending then looks whole)
+TEXT_SOURCES = (None, "retriever", "prompt")
 # RFC 3339 date-time (section 5.6): "T"/"t" (or a space), seconds required, "Z"/"z" or ±hh:mm
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?P<tz>[Zz]|[+-]\d{2}:\d{2})?")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
@@ -46,6 +49,7 @@ class Record:
     citations_raw: str
     prompt_sha256: str
     prompt_reconstructed: bool = False  # an adapter rebuilt the prompt from captured messages (not the bytes sent)
+    retrieved_left_out: str | None = None  # JSON [{chunk_id, why}]: chunks a tracer named but gave no text for
 
     @property
     def day(self) -> date:
@@ -133,6 +137,9 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
     retrieved = parse_retrieved(obj["retrieved"])
     if isinstance(retrieved, Reject):
         return retrieved
+    left_out = _parse_left_out(obj.get("retrieved_left_out"))
+    if isinstance(left_out, Reject):
+        return left_out
     raw_citations = obj["citations"]
     citations = parse_citations(raw_citations)
     citations_raw = raw_citations if isinstance(raw_citations, str) else json.dumps(raw_citations, ensure_ascii=False)
@@ -151,7 +158,20 @@ def parse_record(obj: dict, now: datetime) -> Record | Reject:
         citations_raw=citations_raw,
         prompt_sha256=hashlib.sha256(obj["prompt"].encode("utf-8", "surrogatepass")).hexdigest(),
         prompt_reconstructed=bool(reconstructed),
+        retrieved_left_out=left_out,
     )
+
+
+def _parse_left_out(value: object) -> str | None | Reject:
+    """`retrieved_left_out`: [{chunk_id, why}], kept as JSON text on the prompt row (none: None)."""
+    if value is None or value == []:
+        return None
+    ok = isinstance(value, list) and all(
+        isinstance(e, dict) and isinstance(e.get("chunk_id"), str) and isinstance(e.get("why"), str) for e in value
+    )
+    if not ok:
+        return Reject("wrong_type", "field 'retrieved_left_out' is not an array of {chunk_id, why} strings")
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _parse_timestamp(value: str) -> datetime | Reject:
@@ -196,6 +216,10 @@ def parse_retrieved(value: object) -> list[dict] | Reject:
         for opt in ("doc_id", "chunking"):
             if entry.get(opt) is not None and not isinstance(entry[opt], str):
                 return Reject("invalid_retrieved", f"retrieved[{i}].{opt} is not a string")
+        if entry.get("text_source") not in TEXT_SOURCES:
+            return Reject(
+                "invalid_retrieved", f"retrieved[{i}].text_source is not one of {', '.join(TEXT_SOURCES[1:])}"
+            )
         if chunk_id.strip() in seen:
             return Reject("duplicate_chunk_id", f"retrieved[{i}].chunk_id {chunk_id!r} appears twice in this call")
         seen.add(chunk_id.strip())
@@ -206,6 +230,7 @@ def parse_retrieved(value: object) -> list[dict] | Reject:
                 "text": text,
                 "doc_id": entry.get("doc_id"),
                 "chunking": entry.get("chunking"),
+                "text_source": entry.get("text_source"),
             }
         )
     return out
