@@ -1,0 +1,1 @@
+-- Schema 4 -> 5 (issue 15): calibration reports the false fail rate beside the false pass rate.

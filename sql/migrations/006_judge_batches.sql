@@ -1,0 +1,1 @@
+-- Schema 5 -> 6 (issue 15): nightly judging through a provider's batch API.
