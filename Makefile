@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples
+.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ fixtures:
 	$(FX_VENV)/bin/python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["fixtures"]))' > $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python scripts/render_fixtures.py
+
+# issue 15: retrain the offline judge citegate-lexical-v2 (seeded) into citegate_assets/lib/judge/lexical_weights.json;
+# `scripts/train_judge.py --check` verifies the shipped weights are what a fresh training gives
+train-judge: $(STAMP)
+	$(BIN)/python scripts/train_judge.py
 
 # issue 14: re-record tests/fixtures/adapters/ with the real tracing libraries (OpenTelemetry, OpenInference,
 # Langfuse, the anthropic SDK), all against servers on 127.0.0.1. Own venv; the pins of the `adapter-fixtures` extra.

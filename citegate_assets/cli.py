@@ -1,4 +1,5 @@
-"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import.
+"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import,
+estimate.
 
 Argument parsing and dispatch only: an option that several commands take is declared once, in OPTIONS,
 and added to each of them; the reports are rendered by lib/report_view.py, lib/metrics_view.py and lib/queue_view.py,
@@ -88,6 +89,15 @@ OPTIONS: dict[str, Option] = {
             "citegate-log/1 file, never overwritten)",
         },
     ),
+    "end": Option(
+        ("--end",),
+        {
+            "type": date.fromisoformat,
+            "default": None,
+            "help": "last day, inclusive, YYYY-MM-DD (default: run: the last complete day in the logs; "
+            "estimate: the last day in the published copy)",
+        },
+    ),
     "quiet": Option(
         ("--quiet",),
         {
@@ -158,12 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="first day to run, YYYY-MM-DD (default: first day in the logs)",
     )
-    run.add_argument(
-        "--end",
-        type=date.fromisoformat,
-        default=None,
-        help="last day to run, inclusive (default: last complete day in the logs)",
-    )
+    _add(run, "end")
     _add(run, "quiet")
     run.add_argument(
         "--final",
@@ -258,7 +263,43 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", type=Path, metavar="FILE", help="the trace file (.json, .jsonl, or either gzipped)")
     _add(imp, "trace_format", "out", "config")
     imp.set_defaults(func=cmd_import)
+
+    est = sub.add_parser(
+        "estimate",
+        help="before a backfill: the citations the judge would see, those already cached, and the tokens and cost per "
+        "judge model and mode (calls nothing; reads the published copy)",
+    )
+    est.add_argument(
+        "--start", type=date.fromisoformat, default=None, help="first day, YYYY-MM-DD (default: first day in the copy)"
+    )
+    _add(est, "end")
+    _add(est, "warehouse", "published", "config")
+    est.set_defaults(func=cmd_estimate)
     return p
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """What judging the days would take, from the published copy (the sampling policy and judge of the config in
+    force), without calling the judge: lib/estimate.py."""
+    from citegate_assets.lib.estimate import default_range, estimate, render
+    from citegate_assets.lib.judge.factory import effective_judge_config, make_judge
+    from citegate_assets.lib.warehouse import connect
+
+    cfg = _load_config(_settings(args))
+    judge_cfg = effective_judge_config(cfg.judge)
+    configured = make_judge(judge_cfg).model  # builds the client only: no call
+    models = {configured: not judge_cfg.base_url, **{m: False for m in cfg.judge.prices if m != configured}}
+    if args.start and args.end and args.end < args.start:
+        raise ValueError(f"--end {args.end} is before --start {args.start}")
+    with connect(_readable(args), read_only=True) as con:
+        found = default_range(con)
+        if found is None and (args.start is None or args.end is None):
+            raise ValueError("the published copy holds no citations: give --start and --end, or run first")
+        start = args.start or (found[0] if found else args.start)
+        end = args.end + timedelta(days=1) if args.end else (found[1] if found else start)
+        result = estimate(con, cfg, start, end, models, configured)
+    print(render(result, start, end, configured, judge_cfg.mode))
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:

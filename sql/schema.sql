@@ -201,6 +201,31 @@ create table if not exists support_verdicts (
     judged_at timestamptz not null
 );
 
+-- added in schema version 6 (sql/migrations/006_judge_batches.sql): [judge] mode = "batch"
+create table if not exists judge_batches (
+    batch_id varchar not null,           -- the provider's batch id
+    judge_model varchar not null,
+    template_version varchar not null,
+    day_start date not null,             -- the run's days [day_start, day_end) that submitted it
+    day_end date not null,
+    requests integer not null,           -- lines in its input file
+    input_file_id varchar not null,
+    status varchar not null,             -- the provider's last seen status (validating, in_progress, completed, ...)
+    output_file_id varchar,
+    error_file_id varchar,
+    detail varchar,                      -- the provider's errors, or why collecting failed
+    submitted_at timestamptz not null,
+    checked_at timestamptz not null,     -- last poll
+    collected_at timestamptz             -- results stored in judge_cache; null while the batch is open
+);
+
+create table if not exists judge_batch_items (
+    batch_id varchar not null,
+    cache_key varchar not null,          -- the custom_id of its request line
+    passage_sha256 varchar not null,
+    claim_sha256 varchar not null
+);
+
 create table if not exists hand_labels (
     label_id varchar not null,
     claim varchar not null,
@@ -237,7 +262,16 @@ create table if not exists judge_calibration (
     threshold double not null,
     min_negatives integer not null,
     calibrated boolean not null,         -- wilson_high < threshold and negatives >= min_negatives
-    computed_at timestamptz not null
+    computed_at timestamptz not null,
+    -- the false fail rate (schema 5; the same on both scope rows, it does not depend on the scope of negatives)
+    positives integer,                   -- human yes labels the judge answered (error excluded)
+    false_fails integer,                 -- judge not yes on them (partial, no, unparseable)
+    false_fail_rate double,
+    false_fail_low double,               -- 95% Wilson interval of the false fail rate
+    false_fail_high double,
+    false_fail_threshold double,
+    min_positives integer,
+    too_strict boolean                   -- false_fail_rate > false_fail_threshold; null when positives < min_positives
 );
 
 create table if not exists judge_calibration_confusion (
@@ -253,11 +287,21 @@ create table if not exists support_gate_status (
     stakes varchar not null,
     judge_model varchar not null,
     template_version varchar not null,
-    status varchar not null,             -- enforced | uncalibrated | off
-    why varchar not null,
+    status varchar not null,             -- enforced | uncalibrated | off (from the false pass bound alone)
+    why varchar not null,                -- both errors in words: the false pass bound and what the gate costs
     false_pass_upper double,
     negatives integer,
-    computed_at timestamptz not null
+    computed_at timestamptz not null,
+    -- what the gate costs in true citations failed (schema 5; null when stakes = off)
+    positives integer,
+    false_fails integer,
+    false_fail_rate double,
+    false_fail_low double,
+    false_fail_high double,
+    too_strict boolean,                  -- false_fail_rate > [calibration].false_fail_threshold; null: unknown or off
+    judged_per_week double,              -- judged citations (verdict <> error) a week over the last 28 days judged
+    extra_queue_per_week double,         -- judged_per_week * false_fail_rate: true citations queued a week
+    judged_yes_rate double               -- share of those judged citations the judge called yes (same window)
 );
 
 create table if not exists best_evidence (

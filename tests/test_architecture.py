@@ -68,3 +68,19 @@ def test_the_rule_catches_a_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import os\nimport dagster as dg\nfrom citegate_assets.defs.ingest import prompt_log\n")
     assert [m for _, m in _imports(bad) if _is_dagster_side(m)] == ["dagster", "citegate_assets.defs.ingest"]
+
+
+def test_sql_scripts_split_at_semicolons_outside_quotes_and_comments():
+    from citegate_assets.lib.warehouse import split_statements
+
+    script = (
+        "-- a header; with a semicolon\n"
+        "create table t (a varchar); -- trailing; comment\n"
+        "insert into t values ('x;y'), ('it''s -- not a comment');\n"
+        'select "odd;name" from t\n'
+    )
+    assert split_statements(script) == (
+        "create table t (a varchar)",
+        "insert into t values ('x;y'), ('it''s -- not a comment')",
+        'select "odd;name" from t',
+    )

@@ -1,4 +1,5 @@
-"""Dagster is imported only by the commands that run it: help, the readers, doctor and import start without it."""
+"""Dagster is imported only by the commands that run it: help, the readers, doctor, import and estimate start without
+it."""
 
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def _dagster_imported(cwd, *argv: str) -> bool:
         ["doctor", "--logs", "landing", "--limit", "5"],
         ["gen-logs", "--out", "more", "--days", "1", "--requests-per-day", "2"],
         ["import", "--from", "otlp", "traces.jsonl", "--out", "imported"],
+        ["estimate"],
+        ["estimate", "--start", "2026-11-02", "--end", "2026-11-03"],
     ],
     ids=" ".join,
 )

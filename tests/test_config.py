@@ -141,6 +141,16 @@ def test_judge_concurrency_zero_names_the_key(tmp_path):
         ("calibration", "false_pass_threshold", 0, r"calibration\.false_pass_threshold = 0"),
         ("calibration", "min_negatives", -1, r"calibration\.min_negatives = -1: expected an integer >= 0"),
         ("calibration", "min_negatives", 30.0, r"calibration\.min_negatives = 30\.0: expected an integer >= 0"),
+        (
+            "calibration",
+            "false_fail_threshold",
+            0,
+            r"calibration\.false_fail_threshold = 0: expected a number in \(0, 1\]",
+        ),
+        ("calibration", "false_fail_threshold", 1.5, r"calibration\.false_fail_threshold = 1\.5: expected"),
+        ("calibration", "false_fail_threshold", "50%", r"calibration\.false_fail_threshold = '50%': expected"),
+        ("calibration", "min_positives", -1, r"calibration\.min_positives = -1: expected an integer >= 0"),
+        ("calibration", "min_positives", 30.0, r"calibration\.min_positives = 30\.0: expected an integer >= 0"),
         ("queue", "reviews", ["data"], r"queue\.reviews = \['data'\]: expected a non-empty string"),
         ("queue", "best_evidence_k", -1, r"queue\.best_evidence_k = -1: expected an integer >= 0"),
         ("queue", "best_evidence_k", True, r"queue\.best_evidence_k = True: expected an integer >= 0"),
@@ -203,7 +213,12 @@ def test_good_values_are_kept_and_floats_normalized():
                 "backoff_base_s": 0,
                 "prices": {"m": {"input": 0, "output": 1}},
             },
-            "calibration": {"min_negatives": 0, "false_pass_threshold": 0.05},
+            "calibration": {
+                "min_negatives": 0,
+                "false_pass_threshold": 0.05,
+                "false_fail_threshold": 1,
+                "min_positives": 0,
+            },
             "queue": {"best_evidence_k": 0},
             "surfaces": {"web": {"sample_rate": 1, "owner": "web-team"}},
         },
@@ -213,6 +228,8 @@ def test_good_values_are_kept_and_floats_normalized():
     assert cfg.judge.prices == {"m": {"input": 0.0, "output": 1.0}}
     assert cfg.judge.api_key_env == "_MY_KEY2" and cfg.judge.max_retries == 0
     assert cfg.surface("web").sample_rate == 1.0 and cfg.queue.best_evidence_k == 0
+    assert cfg.calibration.false_fail_threshold == 1.0 and isinstance(cfg.calibration.false_fail_threshold, float)
+    assert cfg.calibration.min_positives == 0
 
 
 @pytest.mark.parametrize(
@@ -296,3 +313,11 @@ def test_every_config_field_has_a_check():
     for cls in (SurfacePolicy, JudgeConfig, CalibrationConfig, QueueConfig, IngestConfig, AdaptersConfig):
         unchecked = [f.name for f in dataclasses.fields(cls) if f.name != "name" and "check" not in f.metadata]
         assert unchecked == [], (cls.__name__, unchecked)
+
+
+def test_calibration_section_defaults_and_the_project_file():
+    """Both errors have a threshold: the project file states the defaults, so what it says is what runs."""
+    default = parse_config({}, None).calibration
+    assert (default.false_pass_threshold, default.min_negatives) == (0.10, 30)
+    assert (default.false_fail_threshold, default.min_positives) == (0.50, 30)
+    assert load_config(PROJECT_TOML).calibration == dataclasses.replace(default, labels="labels")

@@ -1,18 +1,72 @@
-"""Support stage, calibration: hand labels, the judge's false pass rate on them, and which gates are enforced."""
+"""Support stage, calibration: hand labels, the judge's false pass and false fail rates on them, and which gates are
+enforced and what each costs in true citations failed."""
 
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.calibration import confusion, false_pass_summary, gate_status
+from citegate_assets.lib.calibration import JUDGED_WINDOW_DAYS, calibration_summary, confusion, gate_status
 from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
 from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .asset_defaults import DUCKDB_POOL
 from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
+
+CALIBRATION_SCHEMA = {
+    "scope": pl.String,
+    "labels": pl.Int32,
+    "negatives": pl.Int32,
+    "false_passes": pl.Int32,
+    "false_pass_rate": pl.Float64,
+    "wilson_low": pl.Float64,
+    "wilson_high": pl.Float64,
+    "judge_errors": pl.Int32,
+    "threshold": pl.Float64,
+    "min_negatives": pl.Int32,
+    "calibrated": pl.Boolean,
+    "positives": pl.Int32,
+    "false_fails": pl.Int32,
+    "false_fail_rate": pl.Float64,
+    "false_fail_low": pl.Float64,
+    "false_fail_high": pl.Float64,
+    "false_fail_threshold": pl.Float64,
+    "min_positives": pl.Int32,
+    "too_strict": pl.Boolean,
+}
+GATE_SCHEMA = {
+    "surface": pl.String,
+    "stakes": pl.String,
+    "status": pl.String,
+    "why": pl.String,
+    "false_pass_upper": pl.Float64,
+    "negatives": pl.Int32,
+    "positives": pl.Int32,
+    "false_fails": pl.Int32,
+    "false_fail_rate": pl.Float64,
+    "false_fail_low": pl.Float64,
+    "false_fail_high": pl.Float64,
+    "too_strict": pl.Boolean,
+    "judged_per_week": pl.Float64,
+    "extra_queue_per_week": pl.Float64,
+    "judged_yes_rate": pl.Float64,
+}
+
+
+def _rate_metadata(main: dict) -> dict:
+    """Both rates as numbers the UI can plot across materializations (a missing value is left out, not null)."""
+    values = {
+        "false_pass_rate (no or partial)": main["false_pass_rate"],
+        "false_pass_ci95_high": main["wilson_high"],
+        "false_fail_rate": main["false_fail_rate"],
+        "false_fail_ci95_low": main["false_fail_low"],
+        "false_fail_ci95_high": main["false_fail_high"],
+        "recall (1 - false_fail_rate)": None if main["false_fail_rate"] is None else 1 - main["false_fail_rate"],
+    }
+    return {k: dg.MetadataValue.float(v) for k, v in values.items() if v is not None}
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["review_outcomes"], pool=DUCKDB_POOL)
@@ -66,8 +120,8 @@ def judge_calibration(
     citegate_config: CitegateConfigResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """The configured judge on the hand labels (through the cache): confusion matrix and false pass rate
-    with its 95% interval."""
+    """The configured judge on the hand labels (through the cache): confusion matrix, false pass rate and false
+    fail rate, each with its 95% interval."""
     config = citegate_config.config()
     the_judge = judge.build(config)
     with warehouse.connect() as con:
@@ -79,7 +133,14 @@ def judge_calibration(
     )
     now = utc_now()
     cal = config.calibration
-    summary = pl.DataFrame(false_pass_summary(pairs, cal.false_pass_threshold, cal.min_negatives)).with_columns(
+    rows = calibration_summary(
+        pairs,
+        cal.false_pass_threshold,
+        cal.min_negatives,
+        false_fail_threshold=cal.false_fail_threshold,
+        min_positives=cal.min_positives,
+    )
+    summary = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA).with_columns(
         judge_model=pl.lit(the_judge.model),
         template_version=pl.lit(TEMPLATE_VERSION),
         computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
@@ -93,6 +154,11 @@ def judge_calibration(
         append_frame(con, "judge_calibration", summary)
         append_frame(con, "judge_calibration_confusion", matrix)
     pivot = matrix.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
+    main = next(r for r in rows if r["scope"] == "no_or_partial")
+    context.log.info(
+        f"{the_judge.model} on {labels.height} hand labels: {main['false_passes']} false passes of "
+        f"{main['negatives']} no/partial, {main['false_fails']} false fails of {main['positives']} yes"
+    )
     return dg.MaterializeResult(
         metadata={
             "judge_model": the_judge.model,
@@ -100,6 +166,7 @@ def judge_calibration(
             "labels": labels.height,
             "judge_calls": facts["judge_calls"],
             "cache_hits": facts["cache_hits"],
+            **_rate_metadata(main),
             "false_pass_rate": dg.MetadataValue.md(
                 markdown_table(
                     summary.select(
@@ -113,38 +180,48 @@ def judge_calibration(
                     )
                 )
             ),
+            "false_fail_rate (human yes, judge not yes)": dg.MetadataValue.md(
+                markdown_table(
+                    summary.filter(pl.col("scope") == "no_or_partial").select(
+                        "positives",
+                        "false_fails",
+                        "false_fail_rate",
+                        "false_fail_low",
+                        "false_fail_high",
+                        "false_fail_threshold",
+                        "too_strict",
+                    )
+                )
+            ),
             "confusion (rows: human, columns: judge)": dg.MetadataValue.md(markdown_table(pivot)),
         }
     )
 
 
-@dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration], pool=DUCKDB_POOL)
+# support_verdicts: judged_per_week counts this run's verdicts too, not only last night's
+@dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration, "support_verdicts"], pool=DUCKDB_POOL)
 def support_gate_status(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
     citegate_config: CitegateConfigResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not."""
+    """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not,
+    and what it costs: the false fail rate, too_strict, and the true citations it queues a week."""
     config = citegate_config.config()
     model = judge.build(config).model
     with warehouse.connect() as con:
         rel = query(con, "support/calibration_of_judge", {"judge_model": model, "template_version": TEMPLATE_VERSION})
         cols, rows = rel.columns, rel.fetchall()
         seen = [s for (s,) in query(con, "support/cited_surfaces").fetchall()]
+        volume = query(con, "support/judged_per_week", {"window_days": JUDGED_WINDOW_DAYS}).fetchall()
     summary = [dict(zip(cols, r)) for r in rows]
     names = [n for n in config.surfaces if n != "default"] + [s for s in seen if s not in config.surfaces]
-    status = gate_status([(n, config.surface(n).stakes) for n in names], summary)
+    judged = {surface: float(n) for surface, n, _ in volume} if volume else None
+    passed = {surface: yes_rate for surface, _, yes_rate in volume}
+    status = gate_status([(n, config.surface(n).stakes) for n in names], summary, judged, passed)
     now = utc_now()
-    schema = {
-        "surface": pl.String,
-        "stakes": pl.String,
-        "status": pl.String,
-        "why": pl.String,
-        "false_pass_upper": pl.Float64,
-        "negatives": pl.Int32,
-    }
-    frame = pl.DataFrame(status, schema=schema).with_columns(
+    frame = pl.DataFrame(status, schema=GATE_SCHEMA).with_columns(
         judge_model=pl.lit(model),
         template_version=pl.lit(TEMPLATE_VERSION),
         computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
@@ -152,9 +229,32 @@ def support_gate_status(
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_gate_status")
         append_frame(con, "support_gate_status", frame)
+    shown = frame.select(
+        "surface",
+        "stakes",
+        "status",
+        "too_strict",
+        "false_pass_upper",
+        "false_fail_rate",
+        "false_fail_low",
+        "false_fail_high",
+        "judged_per_week",
+        "judged_yes_rate",
+        "extra_queue_per_week",
+    )
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": frame.height,
-            "status": dg.MetadataValue.md(markdown_table(frame.select("surface", "stakes", "status", "why"))),
+            "enforced": frame.filter(pl.col("status") == "enforced").height,
+            "too_strict": frame.filter(pl.col("too_strict").fill_null(False)).height,
+            "extra_queue_per_week (all surfaces)": dg.MetadataValue.float(
+                float(frame["extra_queue_per_week"].fill_null(0).sum())
+            ),
+            "status": dg.MetadataValue.md(markdown_table(shown)),
+            "why": dg.MetadataValue.md(
+                "\n".join(
+                    f"- {safe(r['surface'])} ({r['status']}): {safe(r['why'])}" for r in frame.iter_rows(named=True)
+                )
+            ),
         }
     )

@@ -5,10 +5,14 @@ import dagster as dg
 import duckdb
 import polars as pl
 
+from citegate_assets.lib.config import JudgeConfig
+from citegate_assets.lib.judge.base import Judge
+from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
+from citegate_assets.lib.judge.openai_judge import OpenAIJudge
 from citegate_assets.lib.numbers import Quantity, extract_quantities, missing_quantities
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
-from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.support import judge_items, judge_items_batch
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
@@ -95,9 +99,20 @@ def support_verdicts(
         if done == total or done % 500 == 0:
             context.log.info(f"judge: {done:,}/{total:,} calls")
 
-    results, facts = judge_items(
-        warehouse.connect, rows.rename({"citation_id": "item_id"}), the_judge, config.judge.prices, progress=progress
-    )
+    items = rows.rename({"citation_id": "item_id"})
+    client = batch_client(config.judge, the_judge)
+    if client is not None:
+        context.log.info(f"judge mode batch: uncached pairs go to {the_judge.model} through the Batch API")
+        try:
+            results, facts = judge_items_batch(
+                warehouse.connect, items, client, config.judge.prices, days=(start, end), log=context.log.info
+            )
+        finally:
+            client.close()
+    else:
+        if config.judge.mode == "batch":
+            context.log.info(f"judge mode batch needs an endpoint: {the_judge.model} runs in process")
+        results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices, progress=progress)
     verdicts = (
         rows.select("citation_id", "request_id", "day", "surface", "answer_model")
         .join(results.rename({"item_id": "citation_id"}), on="citation_id", how="left")
@@ -123,10 +138,33 @@ def support_verdicts(
             "judge_calls": facts["judge_calls"],
             "cache_hits": facts["cache_hits"],
             "judge_errors": facts["errors"],
+            "judge_mode": "batch" if "batches_submitted" in facts else "online",
+            **{
+                k: facts[k]
+                for k in ("batches_submitted", "batches_resumed", "batches_collected", "batches_open", "batch_pending")
+                if k in facts
+            },
             "judged_by_answer_model": same_model,
             "estimated_cost_usd": float(verdicts.filter(~pl.col("cache_hit"))["cost_usd"].fill_null(0).sum()),
             "by_surface": dg.MetadataValue.md(markdown_table(summary, 40)),
         }
+    )
+
+
+def batch_client(cfg: JudgeConfig, the_judge: Judge) -> BatchClient | None:
+    """The Batch API client for [judge] mode = "batch" with an endpoint (same URL, model, key and timeouts as the
+    online judge); None in online mode, or when no endpoint is configured (the offline judge needs no batch)."""
+    if cfg.mode != "batch" or not isinstance(the_judge, OpenAIJudge):
+        return None
+    return BatchClient(
+        the_judge.settings,
+        BatchSettings(
+            wait_s=float(cfg.batch_wait_s),
+            poll_s=float(cfg.batch_poll_s),
+            poll_max_s=float(cfg.batch_poll_max_s),
+            max_requests=int(cfg.batch_max_requests),
+            discount=float(cfg.batch_discount),
+        ),
     )
 
 

@@ -1,7 +1,14 @@
 """Calibration math (README "The support gate", calibration; SPEC section 8): how often the judge says yes where a
-human did not.
+human did not (false pass), and how often it does not say yes where a human did (false fail).
 
 Pure polars over (human label, judge verdict) pairs; no I/O.
+
+How verdicts count (docs/decisions.md, "Calibration scopes"):
+- `error` is not a judgement: it is counted apart (`judge_errors`), in neither denominator. It is never queued
+  either; the next run retries it.
+- `unparseable` is a judgement that is not `yes`: on a human no/partial it is a negative judged without a false
+  pass; on a human yes it is a false fail (the citation fails support and is queued as `judge_unparseable`).
+- `partial` from the judge is a failure, like `no`: on a human yes it is a false fail.
 """
 
 from __future__ import annotations
@@ -12,7 +19,11 @@ import polars as pl
 
 Z95 = 1.959963984540054
 SCOPES = {"no_or_partial": ("no", "partial"), "no": ("no",)}
+POSITIVE = "yes"
 VERDICT_ORDER = ("yes", "partial", "no", "unparseable", "error")
+# support_gate_status.judged_per_week: a surface's judged citations over the last JUDGED_WINDOW_DAYS UTC days the
+# warehouse holds verdicts for (sql/support/judged_per_week.sql)
+JUDGED_WINDOW_DAYS = 28
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float | None, float | None]:
@@ -35,12 +46,41 @@ def confusion(pairs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def false_pass_summary(pairs: pl.DataFrame, threshold: float, min_negatives: int) -> list[dict]:
-    """One row per scope. A judge `error` is not a judgement: those labels are counted apart, not as negatives judged.
-    `unparseable` is a judgement that is not yes, so it counts as a negative judged without a false pass."""
+def false_fail_summary(pairs: pl.DataFrame, threshold: float, min_positives: int) -> dict:
+    """The false fail rate: of the human-yes labels the judge answered (not `error`), the share it did not call
+    `yes`. too_strict: the rate is over the threshold, on at least min_positives labels; None (unknown) on fewer."""
+    positives = pairs.filter((pl.col("judge_verdict") != "error") & (pl.col("human_label") == POSITIVE))
+    n = positives.height
+    k = positives.filter(pl.col("judge_verdict") != "yes").height
+    low, high = wilson_interval(k, n)
+    rate = k / n if n else None
+    too_strict = None if n == 0 or n < min_positives or rate is None else rate > threshold
+    return {
+        "positives": n,
+        "false_fails": k,
+        "false_fail_rate": rate,
+        "false_fail_low": low,
+        "false_fail_high": high,
+        "false_fail_threshold": threshold,
+        "min_positives": min_positives,
+        "too_strict": too_strict,
+    }
+
+
+def calibration_summary(
+    pairs: pl.DataFrame,
+    threshold: float,
+    min_negatives: int,
+    *,
+    false_fail_threshold: float = 0.5,
+    min_positives: int = 30,
+) -> list[dict]:
+    """One row per scope of negatives: the false pass rate on them, and (the same on every row: it does not depend
+    on the scope) the false fail rate on the human-yes labels."""
     out = []
     judged = pairs.filter(pl.col("judge_verdict") != "error")
     errors = pairs.height - judged.height
+    fails = false_fail_summary(pairs, false_fail_threshold, min_positives)
     for scope, labels in SCOPES.items():
         negatives = judged.filter(pl.col("human_label").is_in(list(labels)))
         n = negatives.height
@@ -59,13 +99,68 @@ def false_pass_summary(pairs: pl.DataFrame, threshold: float, min_negatives: int
                 "threshold": threshold,
                 "min_negatives": min_negatives,
                 "calibrated": bool(high is not None and high < threshold and n >= min_negatives),
+                **fails,
             }
         )
     return out
 
 
-def gate_status(surfaces: list[tuple[str, str]], summary: list[dict]) -> list[dict]:
-    """A surface's support gate is enforced only when the judge is calibrated on no-or-partial negatives."""
+def extra_queue_per_week(judged_per_week: float | None, false_fail_rate: float | None) -> float | None:
+    """The queue entries a week that are true citations the judge failed, taking every judged citation as
+    supported: judged citations per week × false fail rate. An upper estimate (the exact figure is the
+    supported judged citations × the rate); None when either is unknown."""
+    if judged_per_week is None or false_fail_rate is None:
+        return None
+    return judged_per_week * false_fail_rate
+
+
+def _false_pass_why(main: dict | None) -> tuple[str, str]:
+    if main is None or main["negatives"] == 0:
+        return "uncalibrated", "no hand labels judged"
+    if main["negatives"] < main["min_negatives"]:
+        return "uncalibrated", f"{main['negatives']} negatives < {main['min_negatives']} required"
+    if not main["calibrated"]:
+        return "uncalibrated", f"false pass upper bound {main['wilson_high']:.3f} >= threshold {main['threshold']}"
+    return (
+        "enforced",
+        f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} on {main['negatives']} negatives",
+    )
+
+
+def _false_fail_why(main: dict | None, extra: float | None, judged: float | None, yes_rate: float | None) -> str:
+    """What the gate costs in true citations failed: the rate, its interval, the verdict on it and the queue."""
+    if main is None or not main.get("positives"):
+        return "false fail rate unknown: no human-yes labels judged"
+    rate, n, k = main["false_fail_rate"], main["positives"], main["false_fails"]
+    measured = f"false fail rate {rate:.3f} ({k} of {n} human-yes, 95% CI {main['false_fail_low']:.3f}-"
+    measured += f"{main['false_fail_high']:.3f})"
+    if main["too_strict"] is None:
+        verdict = f"{measured}; too few human-yes labels to call it too strict ({n} < {main['min_positives']})"
+    elif main["too_strict"]:
+        verdict = f"too strict: {measured} > {main['false_fail_threshold']}"
+    else:
+        verdict = f"{measured} <= {main['false_fail_threshold']}"
+    if judged is None:
+        return f"{verdict}; no judged citations in the warehouse to size the queue"
+    passed = "" if yes_rate is None else f", {yes_rate:.1%} of them passed by the judge"
+    return f"{verdict}; ~{extra or 0:,.1f} true citations a week queued ({judged:,.1f} judged a week{passed})"
+
+
+def gate_status(
+    surfaces: list[tuple[str, str]],
+    summary: list[dict],
+    judged_per_week: dict[str, float] | None = None,
+    judged_yes_rate: dict[str, float | None] | None = None,
+) -> list[dict]:
+    """A surface's support gate is enforced only when the judge is calibrated on no-or-partial negatives; every
+    judged surface (enforced or not) also carries what the gate costs: the false fail rate, too_strict, and the
+    expected extra queue volume a week from the surface's judged citations.
+
+    judged_per_week: surface -> judged citations a week (sql/support/judged_per_week.sql); None when the
+    warehouse has no support verdicts at all (a surface missing from a given dict judged none: 0).
+    judged_yes_rate: surface -> the share of those citations the judge called yes (shown beside the false fail
+    rate: a judge that passes far fewer of a surface's citations than 1 - false_fail_rate of its supported ones
+    says the hand labels do not look like that surface's traffic)."""
     main = next((row for row in summary if row["scope"] == "no_or_partial"), None)
     rows: list[dict] = []
     for surface, stakes in surfaces:
@@ -79,29 +174,28 @@ def gate_status(surfaces: list[tuple[str, str]], summary: list[dict]) -> list[di
                 }
             )
             continue
-        if main is None or main["negatives"] == 0:
-            status, why = "uncalibrated", "no hand labels judged"
-        elif main["negatives"] < main["min_negatives"]:
-            status, why = "uncalibrated", f"{main['negatives']} negatives < {main['min_negatives']} required"
-        elif not main["calibrated"]:
-            status, why = (
-                "uncalibrated",
-                f"false pass upper bound {main['wilson_high']:.3f} >= threshold {main['threshold']}",
-            )
-        else:
-            status, why = (
-                "enforced",
-                f"false pass upper bound {main['wilson_high']:.3f} < {main['threshold']} "
-                f"on {main['negatives']} negatives",
-            )
+        status, why = _false_pass_why(main)
+        judged = None if judged_per_week is None else float(judged_per_week.get(surface, 0.0))
+        rate = main.get("false_fail_rate") if main else None
+        extra = extra_queue_per_week(judged, rate)
+        yes_rate = (judged_yes_rate or {}).get(surface)
         rows.append(
             {
                 "surface": surface,
                 "stakes": stakes,
                 "status": status,
-                "why": why,
+                "why": f"{why}; {_false_fail_why(main, extra, judged, yes_rate)}",
                 "false_pass_upper": main["wilson_high"] if main else None,
                 "negatives": main["negatives"] if main else 0,
+                "positives": main.get("positives", 0) if main else 0,
+                "false_fails": main.get("false_fails", 0) if main else 0,
+                "false_fail_rate": rate,
+                "false_fail_low": main.get("false_fail_low") if main else None,
+                "false_fail_high": main.get("false_fail_high") if main else None,
+                "too_strict": main.get("too_strict") if main else None,
+                "judged_per_week": judged,
+                "extra_queue_per_week": extra,
+                "judged_yes_rate": yes_rate,
             }
         )
     return rows

@@ -173,11 +173,24 @@ class JudgeConfig:
     breaker_threshold: int = _opt(10, _integer(1))
     # model -> {"input": USD per 1M tokens, "output": ...}
     prices: dict = field(default_factory=dict, metadata={"check": _prices})
+    # online: one chat-completions call per pair; batch: the day's uncached pairs as one OpenAI Batch API job
+    mode: str = _opt("online", _choice(("online", "batch")))
+    # batch: how long a run polls an open batch before leaving it open for the next run (its pairs: `error`)
+    batch_wait_s: float = _opt(3600.0, _number(0))
+    # batch: the first poll interval, doubled after each poll up to batch_poll_max_s
+    batch_poll_s: float = _opt(5.0, _number(0, low_open=True))
+    batch_poll_max_s: float = _opt(300.0, _number(0, low_open=True))
+    # batch: at most this many requests per batch (OpenAI's limit is 50,000)
+    batch_max_requests: int = _opt(50000, _integer(1))
+    # batch: the share of the online price a batch call costs (OpenAI: half)
+    batch_discount: float = _opt(0.5, _number(0, 1))
+    # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v2) | heuristic
+    offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """[calibration]: where hand labels live and when a support gate counts as enforced."""
+    """[calibration]: where hand labels live, when a support gate counts as enforced, and when it is too strict."""
 
     # folder (or file) of JSONL/CSV hand labels, relative to the config file
     labels: str = _opt("labels", _string(non_empty=True))
@@ -185,6 +198,11 @@ class CalibrationConfig:
     false_pass_threshold: float = _opt(0.10, _number(0, 1, low_open=True, high_open=True))
     # ... and rest on at least this many human no/partial labels
     min_negatives: int = _opt(30, _integer(0))
+    # a judged surface is flagged too_strict when the false fail rate (human yes, judge not yes) is over this:
+    # the gate then rejects more true citations than it passes, and floods the queue; 1 never flags
+    false_fail_threshold: float = _opt(0.50, _number(0, 1, low_open=True))
+    # ... measured on at least this many human yes labels (fewer: too_strict is unknown, null)
+    min_positives: int = _opt(30, _integer(0))
 
 
 @dataclass(frozen=True)

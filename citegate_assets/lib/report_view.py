@@ -12,6 +12,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+import polars as pl
+
 from citegate_assets.lib.reporting import text_table
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.warehouse import connect, query
@@ -25,24 +27,64 @@ class DayRange(Protocol):
 
 
 def calibration_report(warehouse: Path) -> str:
-    """The judge's false pass rate on the hand labels, its confusion matrix and the support gate per surface."""
+    """Both of the judge's error rates on the hand labels (false pass, false fail) with their intervals, its
+    confusion matrix, and the support gate per surface with what it costs in true citations failed."""
     with connect(warehouse, read_only=True) as con:
-        cal = query(con, "report/calibration").pl()
+        cal = query(con, "support/calibration_report").pl()
         matrix = query(con, "report/confusion").pl()
-        gates = query(con, "report/gate_status").pl()
+        gates = query(con, "support/gate_status_report").pl()
     return "\n".join(
         [
             "",
-            "Judge calibration on hand labels (false pass = judge says yes where the human said no/partial)",
-            text_table(cal),
+            "Judge calibration on hand labels: false pass = judge says yes where the human said no/partial; "
+            "false fail = judge does not say yes where the human said yes (judge errors count in neither)",
+            *_judge_headlines(cal),
+            text_table(cal.with_columns(pl.col("rate", "ci95_low", "ci95_high").round(4))),
             "",
             "Confusion matrix (rows: human label, columns: judge verdict)",
             text_table(matrix),
             "",
-            "Support gate per surface",
-            text_table(gates),
+            f"Support gate per surface ({_judges(gates)}): enforced = false pass upper bound under the threshold; "
+            "too_strict = false fail rate over the threshold; judged_yes_rate = share of the judged citations the "
+            "judge passed; extra_queue_per_week = judged_per_week x false_fail_rate (true citations the gate queues "
+            "a week, taking every judged citation as supported)",
+            text_table(gates.drop("judge_model", "template_version", "why")),
+            *[f"  {safe(surface)}: {safe(why)}" for surface, why in gates.select("surface", "why").iter_rows()],
         ]
     )
+
+
+def _judges(gates: pl.DataFrame) -> str:
+    """The judge model(s) and template version(s) the gate status was computed for (one, after a run)."""
+    pairs = gates.select("judge_model", "template_version").unique(maintain_order=True).rows()
+    return ", ".join(f"judge {safe(model)}, template {safe(version)}" for model, version in pairs) or "no judge"
+
+
+def _judge_headlines(cal: pl.DataFrame) -> list[str]:
+    """One line per judge model and template version: its recall and both error rates, in words."""
+    lines = []
+    for (model, version), rows in cal.group_by("judge_model", "template_version", maintain_order=True):
+        by = {(r["error"], r["human"]): r for r in rows.iter_rows(named=True)}
+        fp, ff = by.get(("false pass", "no or partial")), by.get(("false fail", "yes"))
+        if ff is None or ff["judged"] is None:
+            fails = "false fail rate not measured (calibrated before schema 5: run citegate calibrate)"
+        elif ff["judged"] == 0:
+            fails = "false fail rate unknown (no human-yes labels judged)"
+        else:
+            said_yes = ff["judged"] - ff["errors_made"]
+            fails = (
+                f"recall {said_yes / ff['judged']:.1%} (yes to {said_yes:,} of {ff['judged']:,} human-yes labels), "
+                f"false fail rate {ff['rate']:.1%} (95% CI {ff['ci95_low']:.1%}-{ff['ci95_high']:.1%})"
+            )
+        if fp is None or not fp["judged"]:
+            passes = "false pass rate unknown (no human no/partial labels judged)"
+        else:
+            passes = (
+                f"false pass rate {fp['rate']:.1%} (yes to {fp['errors_made']:,} of {fp['judged']:,} human "
+                f"no/partial labels, 95% CI {fp['ci95_low']:.1%}-{fp['ci95_high']:.1%})"
+            )
+        lines.append(f"  {safe(model)} (template {safe(version)}): {fails}; {passes}")
+    return lines
 
 
 def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
@@ -74,8 +116,9 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
             "",
             f"Support verdicts per surface (judged citations{days_of}; pass = yes and no numeric mismatch)",
             text_table(support),
+            calibration_report(warehouse),
         ]
-    ) + calibration_report(warehouse)
+    )
 
 
 def _ingest_notes(n: dict) -> list[str]:

@@ -4,6 +4,12 @@ The cache is keyed by (judge model, template version, normalized passage, normal
 re-running a partition, or calibrating on a pair the nightly run already judged, makes no call.
 No DuckDB connection is held while the judge is called: `connect` is opened for each lookup and
 each write, and answers are written chunk by chunk so a killed run keeps what it paid for.
+
+`judge_items_batch` is the same with the pairs sent as OpenAI Batch API jobs ([judge] mode = "batch"): each batch
+is recorded in `judge_batches` (with its pairs in `judge_batch_items`) as soon as the provider has created it,
+so a run killed or timed out while waiting collects that batch on its next run instead of paying again. A pair
+whose batch is still open at the deadline is `error` with raw_answer "batch pending: ..." (not cached, not a
+pass; the next run collects it).
 """
 
 from __future__ import annotations
@@ -11,16 +17,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import date, datetime
 
 import duckdb
 import polars as pl
 
 from .judge.base import Judge, JudgeRequest, JudgeResult
+from .judge.batch import BatchClient, BatchState, BatchSubmitError, pending_answer
 from .judge.factory import estimated_cost
 from .judge.prompt import TEMPLATE_VERSION
 from .timestamps import UTC_TIMESTAMP, utc_now
-from .warehouse import load_sql, query
+from .warehouse import load_sql, query, run_script, transaction
 
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 CHUNK = 1024  # answers written every this many calls: a killed run keeps all but the last chunk
@@ -61,14 +68,7 @@ def judge_items(
 ) -> tuple[pl.DataFrame, dict]:
     """items: item_id, passage, claim (normalized). Returns one result row per item and run facts."""
     model = judge.model
-    keys = [
-        cache_key(model, TEMPLATE_VERSION, p, c) for p, c in zip(items["passage"].to_list(), items["claim"].to_list())
-    ]
-    keyed = items.select("item_id", "passage", "claim").with_columns(cache_key=pl.Series(keys, dtype=pl.String))
-    cached = _lookup(connect, keyed.select("cache_key").unique())
-    misses = keyed.filter(~pl.col("cache_key").is_in(list(cached))).unique(
-        "cache_key", keep="first", maintain_order=True
-    )
+    keyed, keys, cached, misses = _plan(connect, items, model)
     fresh: dict[str, dict] = {}
     total = misses.height
     done = 0
@@ -86,10 +86,128 @@ def judge_items(
         rows = [_row(r, model, prices, now) for r in results]
         for request, row in zip(requests, rows):
             fresh[request.key] = row
-        _store(connect, [(req, row) for req, row in zip(requests, rows) if row["verdict"] != "error"])
+        _store(connect, [(_shas(req), row) for req, row in zip(requests, rows) if row["verdict"] != "error"])
         done += len(requests)
         if progress:
             progress(done, total)
+    return _assemble(items, keyed, keys, cached, fresh, total)
+
+
+def judge_items_batch(
+    connect: Connect,
+    items: pl.DataFrame,
+    client: BatchClient,
+    prices: dict,
+    *,
+    days: tuple[date, date],
+    log: Callable[[str], None] | None = None,
+) -> tuple[pl.DataFrame, dict]:
+    """judge_items through the Batch API: the same cache, parser and error rules; cost_usd at the batch discount.
+
+    1. Pairs already in an open batch of this judge model and template version (a killed or timed-out run's)
+       are not submitted again. 2. The other uncached pairs go out in batches of at most `max_requests`, each
+       recorded with its pairs as soon as it exists. 3. These batches are polled until all are done or the
+       deadline; other open batches (another run's days) are looked at once. A finished batch's answers are
+       cached and the batch closed, in one transaction, including pairs this run did not ask for. 4. A pair
+       still in an open batch is `error` ("batch pending: ...")."""
+    say = log or (lambda _text: None)
+    model = client.model
+    keyed, keys, cached, misses = _plan(connect, items, model)
+    requests = [JudgeRequest(k, p, c) for k, p, c in zip(misses["cache_key"], misses["passage"], misses["claim"])]
+    fresh: dict[str, dict] = {}
+    factor = client.batch.discount
+    facts = {
+        "batches_resumed": 0,
+        "batches_submitted": 0,
+        "batches_collected": 0,
+        "batches_open": 0,
+        "batch_pending": 0,
+    }
+
+    covered = _open_batches(connect, model, [r.key for r in requests])
+    resumed = sorted(set(covered.values()))
+    facts["batches_resumed"] = len(resumed)
+    if resumed:
+        say(f"judge batch: resuming {len(resumed)} open batch(es) holding {len(covered):,} of the pairs: {resumed}")
+    to_send = [r for r in requests if r.key not in covered]
+    batch_ids = list(resumed)
+    size = client.batch.max_requests
+    for offset in range(0, len(to_send), size):
+        part = to_send[offset : offset + size]
+        try:
+            batch_id, input_file_id, status = client.submit(
+                part, metadata={"citegate_days": f"{days[0]}..{days[1]}", "citegate_template": TEMPLATE_VERSION}
+            )
+        except BatchSubmitError as exc:
+            say(f"judge batch: {exc}")
+            now = utc_now()
+            for req in part:
+                fresh[req.key] = _row(JudgeResult(req.key, "error", str(exc), attempts=1), model, prices, now, factor)
+            continue
+        _record_batch(connect, batch_id, input_file_id, status, model, days, part)
+        facts["batches_submitted"] += 1
+        batch_ids.append(batch_id)
+        say(f"judge batch: submitted {batch_id} with {len(part):,} pairs ({status})")
+
+    # another run's open batches (other days) are looked at once, not waited for: done ones go into the cache
+    others = [b for b in _open_batch_ids(connect, model) if b not in batch_ids]
+    states = (
+        client.wait(batch_ids, on_poll=lambda st: say(f"judge batch: {st.batch_id} is {st.status}"))
+        if batch_ids
+        else {}
+    )
+    for batch_id in others:
+        states[batch_id] = client.retrieve(batch_id)
+    for batch_id in batch_ids + others:
+        state = states[batch_id]
+        _update_batch(connect, state)
+        if state.terminal:
+            try:
+                collected = _collect(connect, client, state, prices, factor)
+            except OSError as exc:  # the results could not be downloaded: the batch stays open
+                state = BatchState(batch_id, state.status, detail=str(exc))
+                _update_batch(connect, state)
+                collected = None
+            if collected is not None:
+                for key, row in collected.items():  # an answer wins over another batch's error for the same pair
+                    if key not in fresh or fresh[key]["verdict"] == "error":
+                        fresh[key] = row
+                facts["batches_collected"] += 1
+                continue
+        facts["batches_open"] += 1
+        if batch_id in others:
+            continue
+        now = utc_now()
+        text = pending_answer(state) + (f" ({state.detail})" if state.detail else "")
+        for key in _batch_keys(connect, batch_id):
+            fresh[key] = _row(JudgeResult(key, "error", text, attempts=0), model, prices, now, factor)
+    # every wanted miss has a row: a key the batches did not answer (none should remain) is an error too
+    now = utc_now()
+    for req in requests:
+        if req.key not in fresh:
+            lost = JudgeResult(req.key, "error", "batch: no result for this pair", attempts=0)
+            fresh[req.key] = _row(lost, model, prices, now, factor)
+    facts["batch_pending"] = sum(1 for r in requests if str(fresh[r.key]["raw_answer"]).startswith("batch pending"))
+    result, base = _assemble(items, keyed, keys, cached, {r.key: fresh[r.key] for r in requests}, len(requests))
+    return result, {**base, **facts}
+
+
+def _plan(connect: Connect, items: pl.DataFrame, model: str) -> tuple[pl.DataFrame, list[str], dict, pl.DataFrame]:
+    """The items keyed by cache key, their cached answers, and the distinct misses in first-seen order."""
+    keys = [
+        cache_key(model, TEMPLATE_VERSION, p, c) for p, c in zip(items["passage"].to_list(), items["claim"].to_list())
+    ]
+    keyed = items.select("item_id", "passage", "claim").with_columns(cache_key=pl.Series(keys, dtype=pl.String))
+    cached = _lookup(connect, keyed.select("cache_key").unique())
+    misses = keyed.filter(~pl.col("cache_key").is_in(list(cached))).unique(
+        "cache_key", keep="first", maintain_order=True
+    )
+    return keyed, keys, cached, misses
+
+
+def _assemble(
+    items: pl.DataFrame, keyed: pl.DataFrame, keys: list[str], cached: dict, fresh: dict[str, dict], calls: int
+) -> tuple[pl.DataFrame, dict]:
     out, first_use = [], set()
     for item_id, key in zip(keyed["item_id"].to_list(), keys):
         if key in cached:
@@ -102,18 +220,124 @@ def judge_items(
     facts = {
         "items": items.height,
         "cache_hits": sum(1 for r in out if r["cache_hit"]),
-        "judge_calls": total,
+        "judge_calls": calls,
         "errors": sum(1 for r in fresh.values() if r["verdict"] == "error"),
     }
     return pl.DataFrame(out, schema=RESULT_SCHEMA) if out else pl.DataFrame(schema=RESULT_SCHEMA), facts
 
 
-def _row(r: JudgeResult, model: str, prices: dict, now: datetime) -> dict:
+# -- batch bookkeeping: each opens a connection for one statement or transaction, between network calls ----------
+
+
+def _open_batches(connect: Connect, model: str, keys: list[str]) -> dict[str, str]:
+    """cache key -> the open batch that carries it (the oldest, should two)."""
+    if not keys:
+        return {}
+    wanted = pl.DataFrame({"cache_key": keys}, schema={"cache_key": pl.String}).unique()
+    with connect() as con:
+        con.register("wanted_keys", wanted.to_arrow())
+        try:
+            rows = query(
+                con, "support/batch_open", {"judge_model": model, "template_version": TEMPLATE_VERSION}
+            ).fetchall()
+        finally:
+            con.unregister("wanted_keys")
+    out: dict[str, str] = {}
+    for batch_id, key in rows:
+        out.setdefault(key, batch_id)
+    return out
+
+
+def _open_batch_ids(connect: Connect, model: str) -> list[str]:
+    """Every batch of this judge model and template version not yet collected, oldest first."""
+    with connect() as con:
+        rows = query(
+            con, "support/batch_open_all", {"judge_model": model, "template_version": TEMPLATE_VERSION}
+        ).fetchall()
+    return [batch_id for (batch_id,) in rows]
+
+
+def _record_batch(
+    connect: Connect,
+    batch_id: str,
+    input_file_id: str,
+    status: str,
+    model: str,
+    days: tuple[date, date],
+    part: list[JudgeRequest],
+) -> None:
+    pairs = pl.DataFrame(
+        [{"cache_key": r.key, **_shas(r)} for r in part],
+        schema={"cache_key": pl.String, "passage_sha256": pl.String, "claim_sha256": pl.String},
+    )
+    params = {
+        "batch_id": batch_id,
+        "judge_model": model,
+        "template_version": TEMPLATE_VERSION,
+        "day_start": days[0],
+        "day_end": days[1],
+        "requests": len(part),
+        "input_file_id": input_file_id,
+        "status": status,
+        "now": utc_now(),
+    }
+    with connect() as con, transaction(con):
+        con.register("new_batch_items", pairs.to_arrow())
+        try:
+            run_script(con, "support/batch_record", params)
+        finally:
+            con.unregister("new_batch_items")
+
+
+def _update_batch(connect: Connect, state: BatchState) -> None:
+    params = {
+        "batch_id": state.batch_id,
+        "status": state.status,
+        "output_file_id": state.output_file_id,
+        "error_file_id": state.error_file_id,
+        "detail": state.detail,
+        "now": utc_now(),
+    }
+    with connect() as con:
+        run_script(con, "support/batch_status", params)
+
+
+def _batch_items(connect: Connect, batch_id: str) -> list[tuple[str, str, str]]:
+    with connect() as con:
+        return query(con, "support/batch_items", {"batch_id": batch_id}).fetchall()
+
+
+def _batch_keys(connect: Connect, batch_id: str) -> list[str]:
+    return [key for key, _p, _c in _batch_items(connect, batch_id)]
+
+
+def _collect(connect: Connect, client: BatchClient, state: BatchState, prices: dict, factor: float) -> dict[str, dict]:
+    """Download a finished batch's answers (network), then cache them and close the batch (one transaction).
+    Returns key -> result row for every pair of the batch."""
+    pairs = _batch_items(connect, state.batch_id)
+    results = client.collect(state, [key for key, _p, _c in pairs])
+    now = utc_now()
+    rows = {key: _row(results[key], client.model, prices, now, factor) for key, _p, _c in pairs}
+    entries = [
+        ({"cache_key": key, "passage_sha256": p, "claim_sha256": c}, rows[key])
+        for key, p, c in pairs
+        if rows[key]["verdict"] != "error"
+    ]
+    with connect() as con, transaction(con):
+        _store_on(con, entries)
+        run_script(con, "support/batch_collected", {"batch_id": state.batch_id, "now": now})
+    return rows
+
+
+def _row(r: JudgeResult, model: str, prices: dict, now: datetime, factor: float = 1.0) -> dict:
+    """factor: the share of the online price paid ([judge].batch_discount for a batch call)."""
     cost = (
         0.0
         if model.startswith(HEURISTIC_PREFIX)
         else estimated_cost(prices, model, r.prompt_tokens, r.completion_tokens)
     )
+    if cost is not None:
+        cost *= factor
     return {
         "judge_model": model,
         "template_version": TEMPLATE_VERSION,
@@ -146,17 +370,29 @@ def _lookup(connect: Connect, keys: pl.DataFrame) -> dict[str, dict]:
     return out
 
 
-def _store(connect: Connect, pairs: list[tuple[JudgeRequest, dict]]) -> None:
-    if not pairs:
+def _shas(req: JudgeRequest) -> dict[str, str]:
+    return {"cache_key": req.key, "passage_sha256": _sha(req.passage), "claim_sha256": _sha(req.claim)}
+
+
+def _store(connect: Connect, entries: list[tuple[dict, dict]]) -> None:
+    if not entries:
+        return
+    with connect() as con:
+        _store_on(con, entries)
+
+
+def _store_on(con: duckdb.DuckDBPyConnection, entries: list[tuple[dict, dict]]) -> None:
+    """entries: ({cache_key, passage_sha256, claim_sha256}, result row); an `error` is never stored."""
+    if not entries:
         return
     frame = pl.DataFrame(
         [
             {
-                "cache_key": req.key,
+                "cache_key": ident["cache_key"],
                 "judge_model": row["judge_model"],
                 "template_version": row["template_version"],
-                "passage_sha256": _sha(req.passage),
-                "claim_sha256": _sha(req.claim),
+                "passage_sha256": ident["passage_sha256"],
+                "claim_sha256": ident["claim_sha256"],
                 "verdict": row["verdict"],
                 "raw_answer": row["raw_answer"],
                 "prompt_tokens": row["prompt_tokens"],
@@ -165,7 +401,7 @@ def _store(connect: Connect, pairs: list[tuple[JudgeRequest, dict]]) -> None:
                 "cost_usd": row["cost_usd"],
                 "judged_at": row["judged_at"],
             }
-            for req, row in pairs
+            for ident, row in entries
         ],
         schema_overrides={
             "prompt_tokens": pl.Int32,
@@ -174,9 +410,8 @@ def _store(connect: Connect, pairs: list[tuple[JudgeRequest, dict]]) -> None:
             "cost_usd": pl.Float64,
         },
     )
-    with connect() as con:
-        con.register("new_cache_rows", frame.to_arrow())
-        try:
-            con.execute(load_sql("support/cache_store"))
-        finally:
-            con.unregister("new_cache_rows")
+    con.register("new_cache_rows", frame.to_arrow())
+    try:
+        con.execute(load_sql("support/cache_store"))
+    finally:
+        con.unregister("new_cache_rows")

@@ -126,8 +126,33 @@ def run_script(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = 
 
 @cache
 def _statements(name: str) -> tuple[str, ...]:
-    lines = [line for line in load_sql(name).splitlines() if not line.lstrip().startswith("--")]
-    return tuple(s.strip() for s in "\n".join(lines).split(";") if s.strip())
+    return split_statements(load_sql(name))
+
+
+def split_statements(sql: str) -> tuple[str, ...]:
+    """The statements of a script: split at `;` outside quotes, `--` comments dropped (a `;` in one is prose)."""
+    statements, current, i, quote = [], [], 0, ""
+    while i < len(sql):
+        ch = sql[i]
+        if quote:
+            current.append(ch)
+            quote = "" if ch == quote else quote  # a doubled quote closes and reopens: the same text
+        elif ch in "'\"":
+            quote = ch
+            current.append(ch)
+        elif sql.startswith("--", i):
+            i = sql.find("\n", i)
+            if i < 0:
+                break
+            continue
+        elif ch == ";":
+            statements.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    statements.append("".join(current).strip())
+    return tuple(s for s in statements if s)
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, params: dict | None = None) -> duckdb.DuckDBPyRelation:

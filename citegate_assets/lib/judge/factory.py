@@ -1,4 +1,7 @@
-"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or the offline heuristic."""
+"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge.
+
+With no endpoint the offline judge is citegate-lexical-v2 (lexical.py, learned); `[judge] offline = "heuristic"`
+selects the hand-tuned rules of citegate-heuristic-v1 (heuristic.py) instead."""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ from dataclasses import replace
 
 from ..config import JudgeConfig
 from .base import Judge
+from .heuristic import HEURISTIC_MODEL
+from .lexical import LEXICAL_MODEL
 
+OFFLINE_JUDGES = {"lexical": LEXICAL_MODEL, "heuristic": HEURISTIC_MODEL}  # [judge] offline -> model name
+DEFAULT_OFFLINE = "lexical"
 ENV_BASE_URL = "CITEGATE_JUDGE_BASE_URL"
 ENV_MODEL = "CITEGATE_JUDGE_MODEL"
 
@@ -26,9 +33,7 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     env = os.environ if env is None else env
     cfg = effective_judge_config(cfg, env)
     if not cfg.base_url:
-        from .heuristic import HeuristicJudge
-
-        return HeuristicJudge()
+        return make_offline_judge(str(getattr(cfg, "offline", DEFAULT_OFFLINE) or DEFAULT_OFFLINE))
     from .openai_judge import JudgeSettings, OpenAIJudge
 
     settings = JudgeSettings(
@@ -46,10 +51,26 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     return OpenAIJudge(settings)
 
 
+def make_offline_judge(name: str = DEFAULT_OFFLINE) -> Judge:
+    """The offline judge by its [judge] offline name: "lexical" (the default) or "heuristic"."""
+    if name == "heuristic":
+        from .heuristic import HeuristicJudge
+
+        return HeuristicJudge()
+    if name == "lexical":
+        from .lexical import LexicalJudge
+
+        return LexicalJudge()
+    raise ValueError(f"[judge] offline: unknown offline judge {name!r}; expected one of {sorted(OFFLINE_JUDGES)}")
+
+
 def estimated_cost(
     prices: Mapping, model: str, prompt_tokens: int | None, completion_tokens: int | None
 ) -> float | None:
-    """USD from [judge.prices.MODEL] (per million tokens); None when the model has no price or no usage."""
+    """USD from [judge.prices.MODEL] (per million tokens); None when the model has no price or no usage.
+    An offline judge costs nothing."""
+    if model in OFFLINE_JUDGES.values():
+        return 0.0
     price = prices.get(model)
     if price is None or prompt_tokens is None or completion_tokens is None:
         return None

@@ -1,0 +1,203 @@
+"""`citegate estimate`: what judging a range of days would cost, before a backfill, without calling anything.
+
+It applies the configured sampling policy per surface (the same salt and key as support_sample) to the
+provenance-passing citations of the days, computes each selected citation's cache key for every judge model
+(the configured one and every model in [judge.prices]), counts the pairs judge_cache already holds, and
+estimates the tokens of the prompts the judge would receive for the rest:
+
+- prompt tokens per call = ceil(characters of the rendered prompt / CHARS_PER_TOKEN) + MESSAGE_TOKENS, where the
+  rendered prompt is the seed's template with the normalized passage and claim (exactly what is sent). No
+  tokenizer is installed, so characters / 4 (OpenAI's rule of thumb for English text) stands in for one; the
+  MESSAGE_TOKENS are the chat format's framing of one user message and the reply.
+- completion tokens per call = [judge].max_tokens: an upper bound (the reply is one word, one or two tokens).
+- cost = tokens x [judge.prices.MODEL] (USD per million); batch = online x [judge].batch_discount. A model
+  without a price has no cost (shown null); the offline judge costs nothing.
+
+Pairs are counted once per range (a backfill runs the range as one run, and one run judges a pair once).
+It reads what a run has gated: days ingested but not yet through the provenance gate are reported apart, not
+estimated. It reads the published copy (cli.py), never the working file a run may be writing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import date, timedelta
+
+import duckdb
+import polars as pl
+
+from .config import Config
+from .judge.prompt import TEMPLATE_VERSION, render_prompt
+from .policies import registered_policies
+from .reporting import text_table
+from .sampling import SALT
+from .terminal import safe
+from .warehouse import query
+
+CHARS_PER_TOKEN = 4
+MESSAGE_TOKENS = 7  # the chat format around one user message and the assistant's reply
+FRAME_CHARS = len(render_prompt("", ""))  # the template's own text around the passage and the claim
+BUCKETS = 8  # as support/passages: the prompt text of a whole day does not fit one join's memory
+
+PAIR_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "citation_id": pl.String,
+    "surface": pl.String,
+    "stakes": pl.String,
+    "sample_rate": pl.Float64,
+    "selected": pl.Boolean,
+    "passage_sha256": pl.String,
+    "claim_sha256": pl.String,
+    "passage_chars": pl.Int64,
+    "claim_chars": pl.Int64,
+}
+
+
+def prompt_tokens(passage_chars: int, claim_chars: int) -> int:
+    """The estimated prompt tokens of one judge call (see the module's docstring)."""
+    return math.ceil((FRAME_CHARS + passage_chars + claim_chars) / CHARS_PER_TOKEN) + MESSAGE_TOKENS
+
+
+def _key(model: str, passage_sha256: str, claim_sha256: str) -> str:
+    """lib/support.py's cache_key from the two hashes."""
+    text = "\x1f".join((model, TEMPLATE_VERSION, passage_sha256, claim_sha256))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def default_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
+    """[first day, last day + 1) of the citations in the warehouse; None when it holds none."""
+    [row] = query(con, "report/estimate_range").fetchall()
+    if row[0] is None:
+        return None
+    first: date = row[0]
+    last: date = row[1]
+    return first, last + timedelta(days=1)
+
+
+def selected_pairs(con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date) -> pl.DataFrame:
+    """One row per provenance-passing citation of [start, end) with its surface's policy applied."""
+    params = {"start": start, "end": end, "salt": SALT, "buckets": BUCKETS}
+    with registered_policies(con, config, start, end):
+        parts = [query(con, "report/estimate_pairs", {**params, "bucket": b}).pl() for b in range(BUCKETS)]
+    parts = [p.cast(PAIR_SCHEMA) for p in parts if p.height]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=PAIR_SCHEMA)
+
+
+def estimate(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    start: date,
+    end: date,
+    models: dict[str, bool],
+    configured: str,
+) -> dict[str, pl.DataFrame]:
+    """models: judge model -> offline (costs nothing, no batch). Returns the frames `days`, `surfaces` (for the
+    configured model) and `models` (one row per model and mode)."""
+    days = query(con, "report/estimate_days", {"start": start, "end": end}).pl()
+    pairs = selected_pairs(con, config, start, end)
+    chosen = pairs.filter(pl.col("selected"))
+    distinct = chosen.unique(["passage_sha256", "claim_sha256"], keep="first", maintain_order=True)
+    tokens = [prompt_tokens(p, c) for p, c in zip(distinct["passage_chars"], distinct["claim_chars"])]
+    distinct = distinct.with_columns(prompt_tokens=pl.Series(tokens, dtype=pl.Int64))
+    judge = config.judge
+    surfaces = None
+    rows = []
+    for model, offline in models.items():
+        keys = [_key(model, p, c) for p, c in zip(distinct["passage_sha256"], distinct["claim_sha256"])]
+        cached = _cached(con, keys)
+        fresh = distinct.filter(pl.Series([k not in cached for k in keys], dtype=pl.Boolean))
+        calls = fresh.height
+        prompt = int(fresh["prompt_tokens"].sum()) if calls else 0
+        completion = calls * int(judge.max_tokens)
+        price = judge.prices.get(model)
+        online = (
+            0.0
+            if offline
+            else None
+            if price is None
+            else (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
+        )
+        modes = [("offline", online)] if offline else [("online", online)]
+        if not offline:
+            modes.append(("batch", None if online is None else online * float(judge.batch_discount)))
+        for mode, cost in modes:
+            rows.append(
+                {
+                    "judge_model": model,
+                    "mode": mode + (" *" if model == configured and mode in (judge.mode, "offline") else ""),
+                    "pairs": distinct.height,
+                    "cached": distinct.height - calls,
+                    "calls": calls,
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "cost_usd": None if cost is None else round(cost, 4),
+                }
+            )
+        if model == configured:
+            surfaces = _by_surface(pairs, model, cached)
+    return {
+        "days": days,
+        "surfaces": surfaces if surfaces is not None else _by_surface(pairs, configured, set()),
+        "models": pl.DataFrame(
+            rows,
+            schema={
+                "judge_model": pl.String,
+                "mode": pl.String,
+                "pairs": pl.Int64,
+                "cached": pl.Int64,
+                "calls": pl.Int64,
+                "prompt_tokens": pl.Int64,
+                "completion_tokens": pl.Int64,
+                "cost_usd": pl.Float64,
+            },
+        ),
+    }
+
+
+def _cached(con: duckdb.DuckDBPyConnection, keys: list[str]) -> set[str]:
+    if not keys:
+        return set()
+    con.register("wanted_keys", pl.DataFrame({"cache_key": keys}, schema={"cache_key": pl.String}).to_arrow())
+    try:
+        return {k for (k,) in query(con, "report/estimate_cached").fetchall()}
+    finally:
+        con.unregister("wanted_keys")
+
+
+def _by_surface(pairs: pl.DataFrame, model: str, cached: set[str]) -> pl.DataFrame:
+    keys = [_key(model, p, c) for p, c in zip(pairs["passage_sha256"], pairs["claim_sha256"])]
+    marked = pairs.with_columns(is_cached=pl.Series(keys, dtype=pl.String).is_in(list(cached)) & pl.col("selected"))
+    return (
+        marked.group_by("surface", "stakes", "sample_rate")
+        .agg(
+            citations=pl.len(),
+            judged=pl.col("selected").sum(),
+            cached=pl.col("is_cached").sum(),
+        )
+        .with_columns(to_judge=pl.col("judged") - pl.col("cached"))
+        .sort("surface")
+    )
+
+
+def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: str, mode: str) -> str:
+    days, surfaces, models = result["days"], result["surfaces"], result["models"]
+    ingested = int(days["citations"].sum()) if days.height else 0
+    gated = int(days["gated"].sum()) if days.height else 0
+    last = end - timedelta(days=1)
+    lines = [
+        f"Estimate for {start} .. {last} ({days.height} day(s) with citations in the warehouse): nothing was called.",
+        f"  citations ingested {ingested:,}, through the provenance gate {gated:,}"
+        + (f"; {ingested - gated:,} not yet gated are not estimated (run them first)" if ingested > gated else ""),
+        "",
+        f"Per surface (sampling policy of the config; cached for the configured judge {safe(configured)}):",
+        text_table(surfaces, max_rows=200),
+        "",
+        "Per judge model and mode (* = the configured judge and mode; pairs = distinct passage-claim pairs judged, "
+        "calls = pairs not in judge_cache):",
+        text_table(models, max_rows=200),
+        "",
+        f"Tokens: prompt = ceil(characters of the rendered prompt / {CHARS_PER_TOKEN}) + {MESSAGE_TOKENS} per call "
+        "(no tokenizer: an approximation); completion = [judge].max_tokens per call (an upper bound). "
+        "Cost: [judge.prices]; batch = online x [judge].batch_discount; null = no price for that model.",
+    ]
+    return "\n".join(lines)

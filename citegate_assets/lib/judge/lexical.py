@@ -1,0 +1,346 @@
+"""The learned offline judge: logistic regression over lexical, numeric, negation, qualifier and alignment
+features of (passage, claim), with its weights in a small JSON file shipped in the package.
+
+It replaces the hand-tuned rules of `citegate-heuristic-v1` (heuristic.py) as the default offline judge.
+The rules said "yes" only to near-verbatim support; this judge learns how much coverage, alignment and
+agreement of numbers and negations real hand labels need, and its "yes" threshold is chosen for a
+cross-validated false pass rate of at most 5% (scripts/train_judge.py, `make train-judge`).
+
+Features (FEATURE_NAMES; all computed with the heuristic's tokenizer, stemmer and sentence splitter):
+- coverage: the share of the claim's content words anywhere in the passage, in the best window (the
+  heuristic's main sentence and antecedent), in the best two sentences, weighted by word length, with
+  prefix matches ("approv" ~ "approval"), of the claim's capitalised words (names), and of its
+  character 4-grams; the number of missing content words;
+- alignment: the share of the claim's content bigrams found in order in one sentence, the longest run
+  of claim words found in a row, and the heuristic's chain breaks per link;
+- numbers: claim quantities missing from the passage or from the main sentence, a changed number, a
+  changed bound ("up to 12%" for "12%"), a quantity attached to other words;
+- negation: a negation in one text and not the other, or governing other words;
+- qualifiers: a restricting clause, named scope or determiner the claim drops, a contrast or
+  time-shift marker, a different modal force;
+- the heuristic's own verdict, the claim's size, and how many of the passage's sentences share at least
+  RELATED_WORDS claim words (evidence spread over several sentences), in number and as a share. The
+  passage's length itself is not a feature: on WiCE it stands for how many evidence sentences the
+  annotators found, a trait of how that data set was built, and it would reward any long chunk.
+
+Verdicts: "yes" when P(supported) >= the threshold, and never when a claim quantity is missing from the
+passage, when the claim has no content word, or when the heuristic finds a contradiction; else "no"
+when P(not supported) >= 0.5 (a second model over the same features); else "partial".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from ..numbers import extract_quantities
+from .base import JudgeRequest, JudgeResult, Progress
+from .heuristic import (
+    _LEAD_IN,
+    NEGATIONS,
+    _bound_changed,
+    _chain_breaks,
+    _changed_number,
+    _content,
+    _contrast,
+    _dropped_qualifier,
+    _dropped_restrictor,
+    _dropped_scope,
+    _modals,
+    _negation_mismatch,
+    _passage,
+    _present,
+    _unanchored_quantity,
+    _window,
+    _words,
+    heuristic_verdict,
+)
+
+LEXICAL_MODEL = "citegate-lexical-v2"
+WEIGHTS_FILE = "lexical_weights.json"  # beside this module; written by scripts/train_judge.py
+
+FEATURE_NAMES = (
+    "coverage",
+    "coverage_window",
+    "coverage_two_sentences",
+    "coverage_weighted",
+    "coverage_prefix",
+    "coverage_names",
+    "has_names",
+    "coverage_char4",
+    "missing_words_log",
+    "missing_long_words_log",
+    "missing_run",
+    "coverage_three_sentences",
+    "worst_clause",
+    "clauses_log",
+    "claim_words_log",
+    "bigrams_in_order",
+    "longest_run",
+    "chain_breaks",
+    "quantities_log",
+    "quantity_missing",
+    "quantity_missing_main",
+    "number_changed",
+    "bound_changed",
+    "quantity_unanchored",
+    "claim_negated",
+    "main_negated",
+    "negation_mismatch",
+    "dropped_qualifier",
+    "dropped_scope",
+    "dropped_restrictor",
+    "contrast",
+    "modal_mismatch",
+    "heuristic_yes",
+    "heuristic_no",
+    "related_sentences_log",
+    "related_share",
+)
+
+_CAPITALISED = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]*")
+_ALNUM = re.compile(r"[^a-z0-9]+")
+# where a claim splits into parts that each need support: "X was born in Y, and moved to Z in 1990"
+_CLAUSE_SPLIT = re.compile(r"[,;:()]|\s(?:and|but|while|whereas|which|who|where|after|before|as well as)\s")
+RELATED_WORDS = 2  # claim content words a sentence shares to count as evidence for part of the claim
+LONG_WORD = 6  # a missing content word this long usually names something (not "also", "made")
+PREFIX = 5  # characters two words must share to count as a prefix match
+
+
+def _char_grams(text: str, n: int = 4) -> set[str]:
+    t = _ALNUM.sub(" ", text.lower()).strip()
+    return {t[i : i + n] for i in range(len(t) - n + 1)} if len(t) >= n else ({t} if t else set())
+
+
+@lru_cache(maxsize=4096)
+def _passage_grams(text: str) -> frozenset[str]:
+    return frozenset(_char_grams(text))
+
+
+def _bigrams(seq: list[str]) -> set[tuple[str, str]]:
+    """Ordered pairs of content words at most one word apart: ("annual", "discount")."""
+    out = set()
+    for i, w in enumerate(seq):
+        for j in (i + 1, i + 2):
+            if j < len(seq):
+                out.add((w, seq[j]))
+    return out
+
+
+def _longest_run(claim_seq: list[str], seqs: list[list[str]]) -> int:
+    """The longest run of consecutive claim content words found consecutively in one sentence."""
+    best = 0
+    for seq in seqs:
+        prev: dict[int, int] = {}
+        for w in claim_seq:
+            cur: dict[int, int] = {}
+            for j, v in enumerate(seq):
+                if v == w:
+                    cur[j] = prev.get(j - 1, 0) + 1
+                    best = max(best, cur[j])
+            prev = cur
+    return best
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    """What the verdict needs besides the features: the hard vetoes."""
+
+    features: tuple[float, ...]
+    thin: bool  # the claim has no content word
+    quantity_missing: bool  # a claim quantity is nowhere in the passage
+    contradiction: bool  # the heuristic says "no" (a flipped negation or a changed number, or unrelated)
+
+
+def pair_facts(passage: str, claim: str) -> PairFacts:
+    """The features of one (passage, claim) pair, in FEATURE_NAMES order, and the vetoes."""
+    p = _passage(passage)
+    claim = _LEAD_IN.sub("", claim, count=1)
+    claim_words = _words(claim)
+    claim_seq = _content(claim_words)
+    claim_content = set(claim_seq)
+    claim_quantities = extract_quantities(claim)
+    missing_q = any(not _present(q, p.all_quantities) for q in claim_quantities)
+    h = heuristic_verdict(passage, claim)
+    n = len(claim_content)
+    if not n:
+        zeros = tuple(0.0 for _ in FEATURE_NAMES)
+        return PairFacts(zeros, thin=True, quantity_missing=missing_q, contradiction=h == "no")
+
+    found = claim_content & p.all_content
+    start, end, window_coverage = _window(p, claim_content, claim_quantities)
+    main = end - 1
+    window_words = [w for ws in p.words[start:end] for w in ws]
+    main_text = p.sentences[main]
+    window_text = " ".join(p.sentences[start:end])
+
+    # the best two and three sentences: the main one, then greedily the one adding most of the rest
+    covered = claim_content & p.content[main]
+    greedy = []
+    for _ in range(2):
+        gain = max(((len((claim_content - covered) & c), -i) for i, c in enumerate(p.content)), default=(0, 0))
+        covered = covered | (claim_content & p.content[-gain[1]]) if gain[0] else covered
+        greedy.append(len(covered) / n)
+
+    missing = [w not in found for w in claim_seq]
+    run = longest = 0
+    for m in missing:
+        run = run + 1 if m else 0
+        longest = max(longest, run)
+    clauses = [c for c in (set(_content(_words(part))) for part in _CLAUSE_SPLIT.split(claim)) if len(c) >= 2]
+    worst = min((len(c & p.all_content) / len(c) for c in clauses), default=len(found) / n)
+
+    weighted = sum(len(w) for w in found) / sum(len(w) for w in claim_content)
+    prefixes = {w[:PREFIX] for w in p.all_content if len(w) >= PREFIX}
+    soft = sum(1 for w in claim_content if w in found or (len(w) >= PREFIX and w[:PREFIX] in prefixes)) / n
+
+    names = {w for m in _CAPITALISED.findall(claim) for w in _content(_words(m))}
+    names_coverage = len(names & p.all_content) / len(names) if names else 1.0
+
+    claim_grams = _char_grams(claim)
+    grams = len(claim_grams & _passage_grams(passage)) / len(claim_grams) if claim_grams else 0.0
+
+    claim_bigrams = _bigrams(claim_seq)
+    in_order = max((len(claim_bigrams & _bigrams(seq)) for seq in p.seqs), default=0)
+    bigrams = in_order / len(claim_bigrams) if claim_bigrams else window_coverage
+
+    breaks, links = _chain_breaks(claim_seq, p.seqs[main])
+    missing_here = any(not _present(q, p.quantities[main]) for q in claim_quantities)
+    related = sum(1 for c in p.content if len(claim_content & c) >= RELATED_WORDS)
+
+    features = (
+        len(found) / n,
+        window_coverage,
+        greedy[0],
+        weighted,
+        soft,
+        names_coverage,
+        float(bool(names)),
+        grams,
+        math.log1p(n - len(found)),
+        math.log1p(sum(1 for w in claim_content - found if len(w) >= LONG_WORD)),
+        longest / len(claim_seq),
+        greedy[1],
+        worst,
+        math.log1p(len(clauses)),
+        math.log1p(n),
+        bigrams,
+        _longest_run(claim_seq, p.seqs) / n,
+        breaks / links if links else 0.0,
+        math.log1p(len(claim_quantities)),
+        float(missing_q),
+        float(missing_here),
+        float(missing_here and _changed_number(claim_quantities, p.quantities[main])),
+        float(_bound_changed(claim, main_text)),
+        float(_unanchored_quantity(claim, main_text)),
+        float(any(w in NEGATIONS for w in claim_words)),
+        float(p.negated[main]),
+        float(_negation_mismatch(claim_words, window_words)),
+        float(_dropped_qualifier(window_text, claim_content)),
+        float(_dropped_scope(main_text, claim_content)),
+        float(_dropped_restrictor(window_words, claim_words)),
+        float(_contrast(p.words[start:end], claim_words)),
+        float(_modals(claim_words) != _modals(p.words[main])),
+        float(h == "yes"),
+        float(h == "no"),
+        math.log1p(related),
+        related / len(p.sentences),
+    )
+    return PairFacts(features, thin=False, quantity_missing=missing_q, contradiction=h == "no")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A trained judge: per model, the standardisation (mean, scale) and the coefficients, and the threshold."""
+
+    model: str
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    yes: tuple[float, ...]  # intercept first, then one per feature (on standardised features)
+    no: tuple[float, ...]
+    yes_threshold: float
+    no_threshold: float
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Weights:
+        return cls(
+            model=d["model"],
+            features=tuple(d["features"]),
+            mean=tuple(d["mean"]),
+            scale=tuple(d["scale"]),
+            yes=tuple(d["yes"]["coef"]),
+            no=tuple(d["no"]["coef"]),
+            yes_threshold=float(d["yes"]["threshold"]),
+            no_threshold=float(d["no"]["threshold"]),
+        )
+
+
+def probability(coef: tuple[float, ...] | list[float], mean, scale, features) -> float:
+    z = coef[0] + sum(c * (x - m) / s for c, x, m, s in zip(coef[1:], features, mean, scale))
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+@lru_cache(maxsize=1)
+def load_weights() -> Weights:
+    text = resources.files(__package__).joinpath(WEIGHTS_FILE).read_text(encoding="utf-8")
+    w = Weights.from_dict(json.loads(text))
+    if w.features != FEATURE_NAMES:
+        raise ValueError(f"{WEIGHTS_FILE}: trained on other features than FEATURE_NAMES; run make train-judge")
+    return w
+
+
+def decide(facts: PairFacts, p_yes: float, p_no: float, weights: Weights) -> str:
+    if facts.thin:
+        return "no"
+    if p_yes >= weights.yes_threshold and not facts.quantity_missing and not facts.contradiction:
+        return "yes"
+    return "no" if p_no >= weights.no_threshold else "partial"
+
+
+def scores(passage: str, claim: str, weights: Weights | None = None) -> tuple[PairFacts, float, float]:
+    w = weights or load_weights()
+    facts = pair_facts(passage, claim)
+    return (
+        facts,
+        probability(w.yes, w.mean, w.scale, facts.features),
+        probability(w.no, w.mean, w.scale, facts.features),
+    )
+
+
+def lexical_verdict(passage: str, claim: str, weights: Weights | None = None) -> str:
+    """'yes' | 'partial' | 'no' for one (passage, claim) pair, deterministically."""
+    w = weights or load_weights()
+    facts, p_yes, p_no = scores(passage, claim, w)
+    return decide(facts, p_yes, p_no, w)
+
+
+class LexicalJudge:
+    """The Judge protocol over `lexical_verdict`: no network, no tokens, deterministic."""
+
+    model = LEXICAL_MODEL
+
+    def __init__(self, weights: Weights | None = None):
+        self.weights = weights or load_weights()
+        self.model = self.weights.model
+
+    def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
+        results: list[JudgeResult] = []
+        total = len(requests)
+        for i, req in enumerate(requests, 1):
+            started = time.perf_counter()
+            try:
+                verdict = lexical_verdict(req.passage, req.claim, self.weights)
+                result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
+            except Exception as exc:  # a judge never raises for one bad pair
+                result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
+            result.latency_ms = (time.perf_counter() - started) * 1000.0
+            results.append(result)
+            if progress is not None:
+                progress(i, total)
+        return results
