@@ -158,7 +158,7 @@ class SurfacePolicy:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """[judge]: the support judge. An empty base_url means the offline heuristic judge."""
+    """[judge]: the support judge. An empty base_url means the offline judge (`offline`)."""
 
     base_url: str = _opt("", _base_url)
     model: str = _opt("gpt-4.1-mini", _string(non_empty=True))

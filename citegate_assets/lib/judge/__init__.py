@@ -1,1 +1,1 @@
-"""The support judge: the seed's prompt, a strict parser, and two judges (OpenAI-compatible, heuristic)."""
+"""The support judge: the seed's prompt, a strict parser, and three judges (OpenAI-compatible; offline: the learned citegate-lexical-v2 and the rules of citegate-heuristic-v1)."""
