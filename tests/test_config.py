@@ -321,3 +321,48 @@ def test_calibration_section_defaults_and_the_project_file():
     assert (default.false_pass_threshold, default.min_negatives) == (0.10, 30)
     assert (default.false_fail_threshold, default.min_positives) == (0.50, 30)
     assert load_config(PROJECT_TOML).calibration == dataclasses.replace(default, labels="labels")
+
+
+def test_secondary_judge_section(monkeypatch):
+    """[judge.secondary]: absent is None (nothing changes); its keys are checked and named like the rest."""
+    from citegate_assets.lib.config import SecondaryJudgeConfig
+    from citegate_assets.lib.judge.factory import make_secondary_judge
+    from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL
+    from citegate_assets.lib.judge.openai_judge import OpenAIJudge
+
+    assert parse_config({}, None).judge.secondary is None
+    assert make_secondary_judge(parse_config({}, None).judge, env={}) is None
+    assert [f.name for f in dataclasses.fields(SecondaryJudgeConfig) if "check" not in f.metadata] == []
+    cfg = parse_config(
+        {"judge": {"secondary": {"base_url": "http://127.0.0.1:9/v1", "model": "cand", "sample_rate": 1}}}, None
+    ).judge
+    assert cfg.secondary == SecondaryJudgeConfig(base_url="http://127.0.0.1:9/v1", model="cand", sample_rate=1.0)
+    env = {"CITEGATE_JUDGE_API_KEY": "k1", "CITEGATE_JUDGE_MODEL": "primary-model"}
+    judge = make_secondary_judge(cfg, env=env)
+    assert isinstance(judge, OpenAIJudge) and judge.model == "cand"  # CITEGATE_JUDGE_MODEL never renames it
+    assert judge.settings.base_url == "http://127.0.0.1:9/v1" and judge.settings.api_key == "k1"
+    # no endpoint of its own: the primary's, with its own model and key
+    same_endpoint = parse_config({"judge": {"secondary": {"model": "cand", "api_key_env": "OTHER"}}}, None).judge
+    judge = make_secondary_judge(same_endpoint, env={"CITEGATE_JUDGE_BASE_URL": "http://h/v1", "OTHER": "k2"})
+    assert isinstance(judge, OpenAIJudge) and (judge.settings.base_url, judge.settings.api_key) == ("http://h/v1", "k2")
+    # neither base_url nor model: the offline judge it names, even beside an online primary
+    offline = parse_config({"judge": {"secondary": {"offline": "heuristic"}}}, None).judge
+    for env in ({}, {"CITEGATE_JUDGE_BASE_URL": "http://h/v1"}):
+        assert make_secondary_judge(offline, env=env).model == HEURISTIC_MODEL  # type: ignore[union-attr]
+    # a model with no endpoint anywhere is an error, not a silent offline comparison
+    with pytest.raises(ValueError, match=r"needs an endpoint"):
+        make_secondary_judge(parse_config({"judge": {"secondary": {"model": "cand"}}}, None).judge, env={})
+    for secondary, message in [
+        ({"modle": "x"}, r"unknown key 'judge\.secondary\.modle'"),
+        ({"sample_rate": 1.5}, r"judge\.secondary\.sample_rate = 1\.5: expected a number in \[0, 1\]"),
+        ({"sample_rate": True}, r"judge\.secondary\.sample_rate = True"),
+        ({"model": 3}, r"judge\.secondary\.model = 3: expected a string"),
+        ({"api_key_env": "1KEY"}, r"judge\.secondary\.api_key_env = '1KEY'"),
+        ({"offline": "gpt"}, r"judge\.secondary\.offline = 'gpt'"),
+        ({"base_url": "ftp://x"}, r"judge\.secondary\.base_url: expected"),
+        ({"base_url": "http://x/v1"}, r"\[judge\.secondary\] sets base_url: it also needs model"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_config({"judge": {"secondary": secondary}}, "c.toml")
+    with pytest.raises(ConfigError, match=r"\[judge\.secondary\] must be a table"):
+        parse_config({"judge": {"secondary": 0.5}}, "c.toml")

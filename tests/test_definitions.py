@@ -28,6 +28,7 @@ ASSETS = {
     "support_sample",
     "numeric_checks",
     "support_verdicts",
+    "judge_agreement",
     "hand_labels",
     "judge_calibration",
     "support_gate_status",
@@ -100,6 +101,7 @@ def test_assets_grouped_by_stage_with_descriptions():
         "support_sample",
         "numeric_checks",
         "support_verdicts",
+        "judge_agreement",
         "hand_labels",
         "judge_calibration",
         "support_gate_status",
@@ -117,6 +119,8 @@ def test_lineage_from_prompt_log_to_support_verdicts():
     assert "provenance_results" in parents("support_sample") and "provenance_results" in parents("numeric_checks")
     assert parents("support_verdicts") == {"support_sample", "numeric_checks"}
     assert parents("judge_calibration") == {"hand_labels"}
+    assert parents("judge_agreement") == {"support_verdicts"}  # a candidate judge: read only, nothing depends on it
+    assert not [k for k in graph.get_all_asset_keys() if dg.AssetKey("judge_agreement") in graph.get(k).parent_keys]
 
 
 def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):

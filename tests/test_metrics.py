@@ -42,13 +42,16 @@ QUEUE = {
     "s2": "fabricated_id",
     "w2": "support_partial",
 }
+# the model that wrote each citation's answer: model-a unless named here
+MODEL_B = {"c2", "c5", "l2", "w2"}
 # review history: (citation, outcome, minute); the latest per citation is in force
 REVIEWS = [("c2", "repair", 1), ("c4", "accept", 2), ("c5", "repair", 3), ("c5", "accept", 4), ("w2", "accept", 5)]
 
 
 def build(con):
     con.execute(
-        "create table citations (citation_id varchar, request_id varchar, day date, surface varchar, chunk_id varchar)"
+        "create table citations "
+        "(citation_id varchar, request_id varchar, day date, surface varchar, chunk_id varchar, answer_model varchar)"
     )
     con.execute("create table retrievals (request_id varchar, chunk_id varchar, rank integer, chunking varchar)")
     con.execute(
@@ -58,7 +61,7 @@ def build(con):
     con.execute("create table numeric_checks (citation_id varchar, day date, numeric_ok boolean)")
     con.execute(
         "create table support_verdicts (citation_id varchar, request_id varchar, day date, surface varchar, "
-        "verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean)"
+        "verdict varchar, numeric_ok boolean, judge_model varchar, judge_is_answer_model boolean, answer_model varchar)"
     )
     con.execute(
         "create table citation_queue "
@@ -75,7 +78,8 @@ def build(con):
     ensure_schema(con)  # the metric tables
     for cid, (day, surface, reason, numeric_ok, verdict, rank, chunking) in CITATIONS.items():
         rid = f"r-{cid}"
-        con.execute("insert into citations values (?, ?, ?, ?, ?)", [cid, rid, day, surface, f"k-{cid}"])
+        model = "model-b" if cid in MODEL_B else "model-a"
+        con.execute("insert into citations values (?, ?, ?, ?, ?, ?)", [cid, rid, day, surface, f"k-{cid}", model])
         con.execute("insert into retrievals values (?, ?, ?, ?)", [rid, f"k-{cid}", rank, chunking])
         con.execute("insert into provenance_results values (?, ?, ?, ?, ?)", [cid, rid, day, surface, reason])
         con.execute("insert into prompts values (?, ?, 'p', sha256('p'), 'f.jsonl', 1, now())", [rid, day])
@@ -83,8 +87,8 @@ def build(con):
             con.execute("insert into numeric_checks values (?, ?, ?)", [cid, day, numeric_ok])
         if verdict is not None:
             con.execute(
-                "insert into support_verdicts values (?, ?, ?, ?, ?, ?, 'judge-j', false)",
-                [cid, rid, day, surface, verdict, numeric_ok],
+                "insert into support_verdicts values (?, ?, ?, ?, ?, ?, 'judge-j', false, ?)",
+                [cid, rid, day, surface, verdict, numeric_ok, model],
             )
         if cid in QUEUE:
             con.execute("insert into citation_queue values (?, ?, ?, ?, ?)", [cid, rid, day, surface, QUEUE[cid]])
@@ -165,6 +169,48 @@ def test_breakdowns(metrics_con):
     assert rows[("judge_errors", "web", "2026-11-02", "judge-j")] == (1.0, 3, pytest.approx(1 / 3))
 
 
+def test_breakdowns_by_answer_model(metrics_con):
+    rows = {
+        (m, s, str(w), b): (n, d, v)
+        for m, s, w, b, n, d, v in metrics_con.sql(
+            "select metric, surface, week_start, breakdown, numerator, denominator, value from weekly_breakdowns "
+            "where metric like '%_by_answer_model'"
+        ).fetchall()
+    }
+    prov, sup = "provenance_pass_rate_by_answer_model", "support_pass_rate_by_answer_model"
+    # web W1: model-a wrote c1 c3 c4 c6 (all ok), model-b c2 (ok) and c5 (span_missing)
+    assert rows[(prov, "web", "2026-11-02", "model-a")] == (4.0, 4, 1.0)
+    assert rows[(prov, "web", "2026-11-02", "model-b")] == (1.0, 2, 0.5)
+    assert rows[(prov, "search", "2026-11-02", "model-a")] == (1.0, 2, 0.5)
+    assert rows[(prov, "web", "2026-11-09", "model-b")] == (1.0, 1, 1.0)
+    # web W1 judged: c1 (model-a, yes), c2 (model-b, partial); c6's judge error is in no denominator
+    assert rows[(sup, "web", "2026-11-02", "model-a")] == (1.0, 1, 1.0)
+    assert rows[(sup, "web", "2026-11-02", "model-b")] == (0.0, 1, 0.0)
+    # legal: l2 (model-b) said yes but a number is missing
+    assert rows[(sup, "legal", "2026-11-02", "model-a")] == (1.0, 1, 1.0)
+    assert rows[(sup, "legal", "2026-11-02", "model-b")] == (0.0, 1, 0.0)
+    assert not any(k[0] == sup and k[1] == "search" for k in rows)  # nothing judged: no row, not a 0
+    assert len(rows) == 7 + 6
+
+
+def test_answer_model_breakdowns_sum_to_their_headline_rate(metrics_con):
+    for breakdown, headline in (
+        ("provenance_pass_rate_by_answer_model", "provenance_pass_rate"),
+        ("support_pass_rate_by_answer_model", "support_pass_rate"),
+    ):
+        summed = metrics_con.sql(
+            "select week_start, surface, sum(numerator), sum(denominator) from weekly_breakdowns "
+            "where metric = $m group by all",
+            params={"m": breakdown},
+        ).fetchall()
+        whole = metrics_con.sql(
+            "select week_start, surface, numerator, denominator from weekly_surface_metrics "
+            "where metric = $m and denominator > 0",
+            params={"m": headline},
+        ).fetchall()
+        assert sorted(summed) == sorted(whole), breakdown
+
+
 def test_every_week_and_surface_has_all_four_rows(metrics_con):
     [(n,)] = metrics_con.sql("select count(*) from weekly_surface_metrics").fetchall()
     assert n == 4 * 4  # (web, legal, search) in W1 + web in W2, four metrics each
@@ -185,7 +231,8 @@ def test_checks_pass_on_consistent_tables_and_warn_on_pass_up_repair_down(metric
 
 def test_reconcile_and_bounds_fail_when_they_should(metrics_con):
     metrics_con.execute(
-        "insert into support_verdicts values ('c3', 'r-c3', '2026-11-03', 'web', 'no', true, 'judge-j', false)"
+        "insert into support_verdicts values "
+        "('c3', 'r-c3', '2026-11-03', 'web', 'no', true, 'judge-j', false, 'model-a')"
     )
     [(week, surface, metric, got, expected)] = query(metrics_con, "metric_tables/check_reconcile").fetchall()
     assert (surface, metric, got, expected) == ("web", "support_pass_rate", 2, 3)
@@ -219,7 +266,12 @@ def test_definition_headers_and_lock(tmp_path):
         "support_pass_rate",
         "end_to_end_pass_rate",
         "queue_repair_rate",
+        "provenance_pass_rate_by_answer_model",
+        "support_pass_rate_by_answer_model",
     }
+    by_name = {d.name: d for d in definitions}
+    for name in ("provenance_pass_rate_by_answer_model", "support_pass_rate_by_answer_model"):
+        assert by_name[name].kind == "breakdown" and by_name[name].version == 1
     assert lock_problems(definitions, read_lock()) == []  # the shipped definitions are preregistered
     folder = tmp_path / "metrics"
     folder.mkdir()

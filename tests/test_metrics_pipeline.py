@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 
@@ -187,3 +187,60 @@ def test_metrics_and_trace_commands(after_a_run, capsys):
     out = capsys.readouterr().out
     assert f"behind it: {denominator} citations" in out and f"{int(numerator)} count toward the numerator" in out
     assert main(["trace", "--metric", "nope", "--surface", surface, "--week", "2026-11-05"]) == 2
+
+
+def _by_week_surface_model(rows):
+    """{(week_start, surface, answer_model): [passed, total]} from (day, surface, answer_model, passed) rows."""
+    out: dict = {}
+    for day, surface, model, passed in rows:
+        cell = out.setdefault((day - timedelta(days=day.weekday()), surface, model), [0, 0])
+        cell[0] += passed
+        cell[1] += 1
+    return out
+
+
+def test_pass_rates_by_answer_model_match_the_gate_tables(first_run):
+    """Both gates' weekly pass rates per answer model, recomputed here in Python from the gate tables (not from the
+    definitions' SQL), equal the weekly_breakdowns rows; the generated logs' answer models pass at different rates."""
+    with connect(first_run / "w.duckdb", read_only=True) as con:
+        model_of = dict(con.sql("select citation_id, answer_model from citations").fetchall())
+        provenance = [
+            (day, surface, model_of[cid], reason == "ok")
+            for cid, day, surface, reason in con.sql(
+                "select citation_id, day, surface, reason from provenance_results"
+            ).fetchall()
+        ]
+        support = [
+            (day, surface, model_of[cid], verdict == "yes" and numeric_ok)
+            for cid, day, surface, verdict, numeric_ok in con.sql(
+                "select citation_id, day, surface, verdict, numeric_ok from support_verdicts"
+            ).fetchall()
+            if verdict != "error"  # a failed judge call is in no denominator
+        ]
+        got = {
+            metric: {(w, s, b): (n, d, v) for w, s, b, n, d, v in rows}
+            for metric in ("provenance_pass_rate_by_answer_model", "support_pass_rate_by_answer_model")
+            for rows in [
+                con.sql(
+                    "select week_start, surface, breakdown, numerator, denominator, value from weekly_breakdowns "
+                    "where metric = $m",
+                    params={"m": metric},
+                ).fetchall()
+            ]
+        }
+    for metric, rows in (
+        ("provenance_pass_rate_by_answer_model", provenance),
+        ("support_pass_rate_by_answer_model", support),
+    ):
+        expected = _by_week_surface_model(rows)
+        assert expected and set(got[metric]) == set(expected), metric
+        for key, (passed, total) in expected.items():
+            assert got[metric][key] == (float(passed), total, pytest.approx(passed / total)), (metric, key)
+        # across the whole run, at least two answer models pass this gate at different rates
+        per_model: dict = {}
+        for (_, _, model), (passed, total) in expected.items():
+            acc = per_model.setdefault(model, [0, 0])
+            acc[0] += passed
+            acc[1] += total
+        rates = {model: passed / total for model, (passed, total) in per_model.items()}
+        assert len(rates) >= 2 and len(set(rates.values())) >= 2, (metric, rates)

@@ -141,8 +141,15 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             group_name="metrics",
             kinds={"duckdb"},
             description="Weekly support rate by chunking strategy and by retrieval rank, queue volume by reason, "
-            "judge errors.",
-            deps=[metric_definitions, "support_verdicts", "retrievals", "citation_queue"],
+            "judge errors, and both gates' pass rates by answer model.",
+            deps=[
+                metric_definitions,
+                "support_verdicts",
+                "retrievals",
+                "citation_queue",
+                "provenance_results",
+                "citations",
+            ],
         ),
         dg.AssetSpec(
             "metric_lineage",
@@ -263,7 +270,14 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
 @dg.asset(
     group_name="metrics",
     kinds={"duckdb"},
-    deps=["weekly_surface_metrics", "weekly_breakdowns", "metric_lineage", "support_gate_status", "judge_calibration"],
+    deps=[
+        "weekly_surface_metrics",
+        "weekly_breakdowns",
+        "metric_lineage",
+        "support_gate_status",
+        "judge_calibration",
+        "judge_agreement",
+    ],
     pool=DUCKDB_POOL,
 )
 def published_warehouse(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:

@@ -5,9 +5,12 @@ import dagster as dg
 import duckdb
 import polars as pl
 
+from citegate_assets.lib.agreement import SALT as AGREEMENT_SALT
+from citegate_assets.lib.agreement import agreement, confusion_rows
 from citegate_assets.lib.config import JudgeConfig
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
+from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
 from citegate_assets.lib.judge.openai_judge import OpenAIJudge
 from citegate_assets.lib.numbers import Quantity, extract_quantities, missing_quantities
 from citegate_assets.lib.reporting import markdown_table
@@ -147,6 +150,81 @@ def support_verdicts(
             "judged_by_answer_model": same_model,
             "estimated_cost_usd": float(verdicts.filter(~pl.col("cache_hit"))["cost_usd"].fill_null(0).sum()),
             "by_surface": dg.MetadataValue.md(markdown_table(summary, 40)),
+        }
+    )
+
+
+@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=["support_verdicts"], **DAILY)
+def judge_agreement(
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    judge: JudgeResource,
+) -> dg.MaterializeResult:
+    """A candidate judge ([judge.secondary]) on a stable hash sample of the primary's judged pairs, and how well the
+    two agree (Cohen's kappa and the confusion table over yes / partial / no). Read only: support_verdicts, the
+    queue and the metrics never see it. A secondary error or unparseable answer is counted apart, never agreement.
+    Without [judge.secondary] it does nothing."""
+    start, end = partition_days(context)
+    params = {"start": start, "end": end}
+    config = citegate_config.config()
+    secondary = config.judge.secondary
+    if secondary is None:
+        return dg.MaterializeResult(metadata={"secondary_judge": "not configured ([judge.secondary])"})
+    primary_base_url = judge.base_url or effective_judge_config(config.judge).base_url
+    the_judge = make_secondary_judge(config.judge, primary_base_url=primary_base_url)
+    assert the_judge is not None
+    with warehouse.connect() as con:
+        sampled = query(
+            con, "support/agreement_pairs", {**params, "salt": AGREEMENT_SALT, "rate": secondary.sample_rate}
+        ).pl()
+        texts = passages_by_bucket(con, params).select("citation_id", "claim", "passage")
+    items = sampled.join(texts, on="citation_id", how="inner").rename({"citation_id": "item_id"})
+    if set(sampled["primary_model"].unique().to_list()) == {the_judge.model}:
+        context.log.warning(f"the secondary judge is the primary's model ({the_judge.model}): agreement is trivial")
+    context.log.info(
+        f"secondary judge {the_judge.model}: {items.height:,} of the day's judged pairs "
+        f"(sample_rate {secondary.sample_rate:g})"
+    )
+    results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
+    rows = (
+        items.select("item_id", "day", "surface", "primary_model", "primary_verdict")
+        .join(results, on="item_id", how="left")
+        .select(
+            pl.col("item_id").alias("citation_id"),
+            "day",
+            "surface",
+            "primary_model",
+            "primary_verdict",
+            pl.col("judge_model").alias("secondary_model"),
+            pl.col("verdict").alias("secondary_verdict"),
+            pl.col("raw_answer").alias("secondary_raw_answer"),
+            "template_version",
+            "cache_hit",
+            "judged_at",
+        )
+    )
+    with warehouse.connect() as con, transaction(con):
+        run_script(con, "support/agreement_delete", params)
+        append_frame(con, "judge_agreement", rows)
+    result = agreement(zip(rows["primary_verdict"].to_list(), rows["secondary_verdict"].to_list()))
+    return dg.MaterializeResult(
+        metadata={
+            **row_count_metadata(start, end, rows.height),
+            "primary_model": ", ".join(sorted(set(rows["primary_model"].to_list()))),
+            "secondary_model": the_judge.model,
+            "sample_rate": secondary.sample_rate,
+            "sampled_pairs": rows.height,
+            "compared_pairs": result.compared,
+            "agreed_pairs": result.agreed,
+            "observed_agreement": result.observed,
+            "cohen_kappa": result.kappa,
+            "secondary_failures": result.secondary_failures,
+            "secondary_errors": int((rows["secondary_verdict"] == "error").sum()),
+            "secondary_calls": facts["judge_calls"],
+            "secondary_cache_hits": facts["cache_hits"],
+            "estimated_cost_usd": float(results.filter(~pl.col("cache_hit"))["cost_usd"].fill_null(0).sum()),
+            "confusion": dg.MetadataValue.md(markdown_table(pl.DataFrame(confusion_rows(result)))),
         }
     )
 

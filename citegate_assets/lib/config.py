@@ -157,6 +157,31 @@ class SurfacePolicy:
 
 
 @dataclass(frozen=True)
+class SecondaryJudgeConfig:
+    """[judge.secondary]: a candidate judge run on a sample of the primary's judged pairs, for agreement only
+    (defs/support.py judge_agreement); it never changes a verdict, the queue or a metric. Timeouts, retries and
+    concurrency are the primary's."""
+
+    # "" = the primary's endpoint (another model on the same provider)
+    base_url: str = _opt("", _base_url)
+    # the candidate's model; required with base_url. Neither base_url nor model: the offline judge `offline` names
+    model: str = _opt("", _string())
+    # "" = the primary's api_key_env
+    api_key_env: str = _opt("", lambda key, value: _env_name(key, value) if value != "" else "")
+    # the share of the primary's judged pairs also sent to the secondary (a stable hash sample)
+    sample_rate: float = _opt(0.1, _number(0, 1))
+    # the secondary when neither base_url nor model is set: lexical | heuristic
+    offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
+
+
+def _secondary(key: str, value: object) -> SecondaryJudgeConfig:
+    secondary = _build(SecondaryJudgeConfig, _table(key, value), key)
+    if secondary.base_url and not secondary.model.strip():
+        raise _Bad(f"[{key}] sets base_url: it also needs model (the candidate judge's model name)")
+    return secondary
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     """[judge]: the support judge. An empty base_url means the offline judge (`offline`)."""
 
@@ -186,6 +211,8 @@ class JudgeConfig:
     batch_discount: float = _opt(0.5, _number(0, 1))
     # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v2) | heuristic
     offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
+    # [judge.secondary]: a candidate judge compared on a sample (None: no second judge, nothing changes)
+    secondary: SecondaryJudgeConfig | None = field(default=None, metadata={"check": _secondary})
 
 
 @dataclass(frozen=True)

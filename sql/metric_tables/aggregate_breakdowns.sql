@@ -1,4 +1,4 @@
--- The weekly breakdowns (rates per chunking strategy, rank, judge model; counts per queue reason).
+-- The weekly breakdowns (rates per chunking strategy, rank, judge model, answer model; counts per queue reason).
 insert into weekly_breakdowns
 select
     l.week_start, l.surface, l.metric, l.breakdown, l.definition_version,

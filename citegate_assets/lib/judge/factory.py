@@ -51,6 +51,38 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     return OpenAIJudge(settings)
 
 
+def make_secondary_judge(
+    cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, primary_base_url: str | None = None
+) -> Judge | None:
+    """The candidate judge of [judge.secondary], or None when there is none. With neither base_url nor model it is
+    the offline judge [judge.secondary] offline names; with a model, it is called at its own base_url, else at the
+    primary's (primary_base_url when given, as the primary judge resource resolved it, else [judge] and the
+    environment). Timeouts, retries, concurrency and the breaker are the primary's. CITEGATE_JUDGE_MODEL never
+    renames it."""
+    secondary = cfg.secondary
+    if secondary is None:
+        return None
+    if not secondary.base_url and not secondary.model:
+        return make_offline_judge(secondary.offline)
+    env = os.environ if env is None else env
+    if primary_base_url is None:
+        primary_base_url = effective_judge_config(cfg, env).base_url
+    base_url = secondary.base_url or primary_base_url
+    if not base_url:
+        raise ValueError(
+            f"[judge.secondary] model = {secondary.model!r} needs an endpoint: set [judge.secondary] base_url "
+            "(the primary judge has none), or drop model to compare the offline judge `offline` names"
+        )
+    own = replace(
+        cfg,
+        base_url=base_url,
+        model=secondary.model,
+        api_key_env=secondary.api_key_env or cfg.api_key_env,
+        secondary=None,
+    )
+    return make_judge(own, env={k: v for k, v in env.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
+
+
 def make_offline_judge(name: str = DEFAULT_OFFLINE) -> Judge:
     """The offline judge by its [judge] offline name: "lexical" (the default) or "heuristic"."""
     if name == "heuristic":

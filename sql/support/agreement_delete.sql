@@ -1,0 +1,1 @@
+delete from judge_agreement where day >= $start and day < $end
