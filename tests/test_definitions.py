@@ -119,8 +119,9 @@ def test_lineage_from_prompt_log_to_support_verdicts():
     assert "provenance_results" in parents("support_sample") and "provenance_results" in parents("numeric_checks")
     assert parents("support_verdicts") == {"support_sample", "numeric_checks"}
     assert parents("judge_calibration") == {"hand_labels"}
-    assert parents("judge_agreement") == {"support_verdicts"}  # a candidate judge: read only, nothing depends on it
-    assert not [k for k in graph.get_all_asset_keys() if dg.AssetKey("judge_agreement") in graph.get(k).parent_keys]
+    assert parents("judge_agreement") == {"support_verdicts"}  # a candidate judge: read only; only publishing waits
+    children = [k for k in graph.get_all_asset_keys() if dg.AssetKey("judge_agreement") in graph.get(k).parent_keys]
+    assert children == [dg.AssetKey("published_warehouse")]
 
 
 def test_nightly_schedule_runs_previous_day_at_two_utc(dagster_home):
