@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ..numbers import Quantity, extract_quantities
@@ -491,14 +492,30 @@ def _changed_number(claim_quantities: list[Quantity], sentence_quantities: list[
     return any((w.value, w.unit) not in claim_values and w.unit in claim_units for w in sentence_quantities)
 
 
+@dataclass(frozen=True)
+class ClaimParts:
+    """A claim as both offline judges read it: its text without a lead-in, words, content words, quantities."""
+
+    text: str
+    words: list[str]
+    seq: list[str]  # content words in order
+    content: frozenset[str]
+    quantities: list[Quantity]
+
+
+def claim_parts(claim: str) -> ClaimParts:
+    text = _LEAD_IN.sub("", claim, count=1)
+    words = _words(text)
+    seq = _content(words)
+    return ClaimParts(text, words, seq, frozenset(seq), extract_quantities(text))
+
+
 def heuristic_verdict(passage: str, claim: str) -> str:
     """'yes' | 'partial' | 'no' for one (passage, claim) pair, deterministically and conservatively."""
     p = _passage(passage)
-    claim = _LEAD_IN.sub("", claim, count=1)
-    claim_words = _words(claim)
-    claim_seq = _content(claim_words)
-    claim_content = set(claim_seq)
-    claim_quantities = extract_quantities(claim)
+    parts = claim_parts(claim)
+    claim, claim_words, claim_seq = parts.text, parts.words, parts.seq
+    claim_content, claim_quantities = set(parts.content), parts.quantities
     missing = [q for q in claim_quantities if not _present(q, p.all_quantities)]  # missing_quantities, cached
 
     if not claim_content:  # nothing but numbers and stopwords: too thin to judge, never "yes"

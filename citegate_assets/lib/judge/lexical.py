@@ -38,10 +38,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from ..numbers import extract_quantities
 from .base import JudgeRequest, JudgeResult, Progress
 from .heuristic import (
-    _LEAD_IN,
     NEGATIONS,
     _bound_changed,
     _chain_breaks,
@@ -58,6 +56,7 @@ from .heuristic import (
     _unanchored_quantity,
     _window,
     _words,
+    claim_parts,
     heuristic_verdict,
 )
 
@@ -160,11 +159,9 @@ class PairFacts:
 def pair_facts(passage: str, claim: str) -> PairFacts:
     """The features of one (passage, claim) pair, in FEATURE_NAMES order, and the vetoes."""
     p = _passage(passage)
-    claim = _LEAD_IN.sub("", claim, count=1)
-    claim_words = _words(claim)
-    claim_seq = _content(claim_words)
-    claim_content = set(claim_seq)
-    claim_quantities = extract_quantities(claim)
+    parts = claim_parts(claim)
+    claim, claim_words, claim_seq = parts.text, parts.words, parts.seq
+    claim_content, claim_quantities = set(parts.content), parts.quantities
     missing_q = any(not _present(q, p.all_quantities) for q in claim_quantities)
     h = heuristic_verdict(passage, claim)
     n = len(claim_content)
