@@ -65,3 +65,8 @@ adapter-fixtures:
 guard-examples:
 	@test -x $(FX_VENV)/bin/python || { echo "no $(FX_VENV): run make fixtures first"; exit 1; }
 	$(FX_VENV)/bin/python scripts/check_guard_examples.py
+
+# issue 17: the review web page on http://127.0.0.1:8080/ (the queue, entries, decisions, metrics); SERVE_ARGS for more
+.PHONY: review
+review: $(STAMP)
+	$(BIN)/citegate serve $(SERVE_ARGS)

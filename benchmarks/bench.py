@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
 
     report = render(a, results, growth, time.time() - started)
     print(report)
+    from benchmarks import review_page  # issue 17: page loads of the review web page, 50,000 queue entries
+
+    print(review_page.render(review_page.measure(work, entries=50_000, repeats=20 if not a.quick else 3)))
+    from benchmarks import history  # issue 16: nightly cost on day 1 and day 30, publish time on that history
+
+    print(history.render(history.run_history(work, *((5, 200) if a.quick else (30, 2000)), prompt_kb=4)))
     (work / "results.json").write_text(json.dumps({"results": results, "growth": growth}, indent=2, default=str))
     return 0
 

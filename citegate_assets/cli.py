@@ -1,5 +1,5 @@
 """The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import,
-estimate.
+estimate, serve.
 
 Argument parsing and dispatch only: an option that several commands take is declared once, in OPTIONS,
 and added to each of them; the reports are rendered by lib/report_view.py, lib/metrics_view.py and lib/queue_view.py,
@@ -44,9 +44,10 @@ _PATH_HELP = {
     "queue, metrics, trace and review read its published copy",
     "published": "the read-only published copy, the only file queue, metrics, trace and review open",
     "reviews": "reviews log folder, which review appends to and run reads",
-    "labels": "hand labels, a file or a folder; demo falls back to the 224 demo labels in the package when "
+    "labels": "hand labels, a file or a folder; demo draws labels from its generated logs' truth when "
     "no flag, variable or config file names them",
     "dagster_home": "Dagster instance folder",
+    "lake": "the day-partitioned Parquet tables the published copy's views read (run writes them)",
 }
 
 
@@ -105,6 +106,39 @@ OPTIONS: dict[str, Option] = {
             "help": "print only citegate's own lines (the paths, the summary or report), no Dagster log lines",
         },
     ),
+    # `citegate serve` (issue 17): the review web page
+    "host": Option(
+        ("--host",),
+        {"default": "127.0.0.1", "help": "address to listen on (default 127.0.0.1: this machine only)"},
+    ),
+    "port": Option(("--port",), {"type": int, "default": 8080, "help": "port to listen on (default 8080)"}),
+    "auth": Option(
+        ("--auth",),
+        {
+            "default": "local",
+            "choices": ["local", "proxy", "tokens"],
+            "help": "who is reviewing: local (the page asks the name once, kept in a signed cookie), proxy (a "
+            "trusted reverse proxy sets --auth-header), tokens (per-reviewer tokens in --tokens) (default local)",
+        },
+    ),
+    "auth_header": Option(
+        ("--auth-header",),
+        {
+            "default": "X-Forwarded-User",
+            "metavar": "NAME",
+            "help": "with --auth proxy: the header the proxy sets to the reviewer's name; only the proxy may reach "
+            "the port (default X-Forwarded-User)",
+        },
+    ),
+    "tokens": Option(
+        ("--tokens",),
+        {
+            "type": Path,
+            "default": None,
+            "metavar": "FILE",
+            "help": "with --auth tokens: a 0600 file of `NAME TOKEN` lines, one per reviewer",
+        },
+    ),
 }
 
 
@@ -146,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(title="commands")
 
     demo = sub.add_parser("demo", help="generate realistic sample logs and run the whole pipeline on them")
-    _add(demo, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home")
+    _add(demo, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home", "lake")
     _add(demo, "requests_per_day", "days", "seed")
     demo.set_defaults(func=cmd_demo)
 
@@ -161,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", help="materialize every daily partition of the landing folder (what the nightly schedule does)"
     )
-    _add(run, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home")
+    _add(run, "landing", "warehouse", "config", "published", "reviews", "labels", "dagster_home", "lake")
     run.add_argument(
         "--start",
         type=date.fromisoformat,
@@ -188,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate",
         help="run the configured judge on the hand labels, print its false pass rate and publish the copy readers open",
     )
-    _add(cal, "labels", "warehouse", "config", "published", "dagster_home", "quiet")
+    _add(cal, "labels", "warehouse", "config", "published", "dagster_home", "lake", "quiet")
     cal.add_argument(
         "--log-level",
         default="WARNING",
@@ -275,20 +309,55 @@ def build_parser() -> argparse.ArgumentParser:
     _add(est, "end")
     _add(est, "warehouse", "published", "config")
     est.set_defaults(func=cmd_estimate)
+
+    serve = sub.add_parser(
+        "serve",
+        help="the review web page: the queue, each entry, decisions (to the reviews log) and the weekly metrics; "
+        "reads the published copy",
+    )
+    _add(serve, "warehouse", "published", "config", "reviews", "host", "port", "auth", "auth_header", "tokens")
+    serve.set_defaults(func=cmd_serve)
     return p
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The review web page (citegate_assets/review_web, docs/review-web.md) under uvicorn, until interrupted."""
+    import uvicorn
+
+    from citegate_assets.review_web.app import ServeOptions, create_app
+
+    settings = _settings(args)
+    _load_config(settings)
+    options = ServeOptions(auth=args.auth, auth_header=args.auth_header, tokens=args.tokens, host=args.host)
+    app = create_app(settings, options)
+    print(safe("\n".join(settings.describe()), newlines=True))
+    if args.host not in ("127.0.0.1", "localhost", "::1") and args.auth == "local":
+        print(
+            f"warning: listening on {safe(args.host)} with --auth local: anyone who reaches the port can review "
+            "under any name; use --auth proxy or --auth tokens for a team",
+            file=sys.stderr,
+        )
+    print(f"review page: http://{safe(args.host)}:{args.port}/  (auth: {args.auth}; Ctrl-C stops it)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False, server_header=False)
+    return 0
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     """What judging the days would take, from the published copy (the sampling policy and judge of the config in
     force), without calling the judge: lib/estimate.py."""
     from citegate_assets.lib.estimate import default_range, estimate, render
-    from citegate_assets.lib.judge.factory import effective_judge_config, make_judge
+    from citegate_assets.lib.judge.factory import effective_judge_config, make_judge, make_secondary_judge
     from citegate_assets.lib.warehouse import connect
 
     cfg = _load_config(_settings(args))
     judge_cfg = effective_judge_config(cfg.judge)
     configured = make_judge(judge_cfg).model  # builds the client only: no call
     models = {configured: not judge_cfg.base_url, **{m: False for m in cfg.judge.prices if m != configured}}
+    second = cfg.judge.secondary
+    candidate = make_secondary_judge(cfg.judge, primary_base_url=judge_cfg.base_url)  # no call either
+    secondary = (
+        None if second is None or candidate is None else (candidate.model, not (second.base_url or second.model))
+    )
     if args.start and args.end and args.end < args.start:
         raise ValueError(f"--end {args.end} is before --start {args.start}")
     with connect(_readable(args), read_only=True) as con:
@@ -297,7 +366,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             raise ValueError("the published copy holds no citations: give --start and --end, or run first")
         start = args.start or (found[0] if found else args.start)
         end = args.end + timedelta(days=1) if args.end else (found[1] if found else start)
-        result = estimate(con, cfg, start, end, models, configured)
+        result = estimate(con, cfg, start, end, models, configured, secondary)
     print(render(result, start, end, configured, judge_cfg.mode))
     return 0
 
@@ -396,16 +465,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from citegate_assets.lib.report_view import generated_logs, next_steps
 
     settings = _settings(args)
-    if settings.kind("labels") == "default":  # no flag, variable or config key: the demo's own labels
-        settings = settings.with_value(
-            "labels", where.demo_labels(), "demo", "the demo's labels, shipped in the package"
-        )
     truth = settings.landing.parent / "demo-truth.jsonl"
+    labels = None
+    if settings.kind("labels") == "default":  # no flag, variable or config key: labels drawn from the demo's logs
+        labels = settings.landing.parent / "demo-labels.jsonl"
+        settings = settings.with_value(
+            "labels", labels, "demo", "the demo's labels, drawn from its generated logs' truth"
+        )
     print(f"1/2 generating {args.days} days x {args.requests_per_day} requests of sample logs into {settings.landing}")
     summary = generate_logs(
-        settings.landing, days=args.days, requests_per_day=args.requests_per_day, seed=args.seed, truth_path=truth
+        settings.landing,
+        days=args.days,
+        requests_per_day=args.requests_per_day,
+        seed=args.seed,
+        truth_path=truth,
+        labels_path=labels,
     )
     print(f"    {generated_logs(summary, PROMPT_KEPT_KINDS)}\n    expected reasons in {truth}")
+    if labels is not None:
+        counts = summary["labels"]
+        print(
+            f"    calibration labels: {counts['yes']} faithful (yes) and {counts['no']} unfaithful (no) generated "
+            f"citations, labelled by the generator's truth, in {labels}"
+        )
     print(f"2/2 running the pipeline into {settings.warehouse}")
     code = _run(settings, None, None, quiet=False)
     if code == 0:

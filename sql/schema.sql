@@ -68,10 +68,12 @@ create table if not exists retrievals (
     doc_id varchar,
     chunking varchar,
     text varchar not null,
-    text_normalized varchar not null,
+    text_normalized varchar,             -- schema 9: null when it is prompts.prompt_normalized[prompt_start, prompt_end)
     in_prompt boolean not null,          -- a context section resolves to this chunk
-    text_source varchar                  -- schema 4: 'prompt' when an adapter took the text from the prompt (no
+    text_source varchar,                 -- schema 4: 'prompt' when an adapter took the text from the prompt (no
                                          -- text in the trace), else the retriever's own (null)
+    prompt_start integer,                -- schema 9: the first section holding this chunk, when its body is exactly
+    prompt_end integer                   -- the normalized text: [prompt_start, prompt_end) in prompt_normalized
 );
 
 create table if not exists citations (
@@ -449,4 +451,13 @@ create table if not exists weekly_breakdowns (
 create table if not exists prompt_count_history (
     checked_at timestamptz not null,
     prompts bigint not null              -- stored prompts after each ingest: the log never shrinks
+);
+
+-- added in schema version 8 (sql/migrations/008_metric_week_inputs.sql): weekly metrics recompute only the
+-- weeks whose inputs changed (lib/metrics.py)
+create table if not exists metric_week_inputs (
+    week_start date not null,            -- ISO week, Monday, UTC
+    fingerprint varchar not null,        -- md5 over the week's input row counts, stamps and review decisions
+    definitions_sha256 varchar not null, -- of the definitions in force (name, version, sha256)
+    computed_at timestamptz not null     -- when this week's metrics were computed
 );

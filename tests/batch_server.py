@@ -3,14 +3,16 @@
     with ScriptedBatchServer(lambda body, i: Reply("yes")) as server:
         client = BatchClient(JudgeSettings(base_url=server.base_url, model="m"), BatchSettings(...))
 
-Routes: POST /v1/files (multipart: file, purpose), POST /v1/batches, GET /v1/batches/{id},
+Routes: POST /v1/files (multipart: file, purpose), POST /v1/batches (its `metadata` kept), GET /v1/batches
+(newest first, `after`/`limit` paging with `has_more` as OpenAI does), GET /v1/batches/{id},
 GET /v1/files/{id}/content. Each batch is `validating` when created, `in_progress` while polled, and reaches
 `final_status` (completed | failed | expired | cancelled) on its `polls_to_finish`-th poll, unless `hold` is set
 (then it stays in_progress until `hold` is cleared). When it finishes, each input line's body is answered by
 `answer(body, line_index)` (judge_server.Reply: `text` for a 200, another `status` for a failed request, which goes
 to the error file); `mangle(lines)` may then rewrite the output file's lines (garble, drop, duplicate).
 What the server received is recorded: `uploads` (file id -> parsed JSONL lines), `created` (batch create bodies),
-`polls` (batch id -> count), `downloads` (file ids), and `paths` (method and path of every request).
+`polls` (batch id -> count), `downloads` (file ids), `lists` (the query of each list request) and `paths`
+(method and path of every request).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import email.policy
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
@@ -44,6 +47,7 @@ class ScriptedBatchServer:
         self.final_status = final_status
         self.mangle = mangle
         self.hold = False
+        self.fail_list = False  # GET /v1/batches answers 503
         self.uploads: dict[str, list[dict]] = {}
         self.upload_purposes: dict[str, str] = {}
         self.created: list[dict] = []
@@ -51,6 +55,7 @@ class ScriptedBatchServer:
         self.polls: dict[str, int] = {}
         self.downloads: list[str] = []
         self.paths: list[tuple[str, str]] = []
+        self.lists: list[dict[str, str]] = []
         self.files: dict[str, bytes] = {}
         self.base_url = ""
         self._lock = threading.Lock()
@@ -115,6 +120,8 @@ class ScriptedBatchServer:
                 status, payload = self._upload(handler.headers.get("Content-Type", ""), body)
             elif method == "POST" and path == "/v1/batches":
                 status, payload = self._create(body)
+            elif method == "GET" and path == "/v1/batches":
+                status, payload = self._list(handler.path)
             elif method == "GET" and len(parts) == 4 and parts[:3] == ["", "v1", "batches"]:
                 status, payload = self._poll(parts[3])
             elif method == "GET" and len(parts) == 5 and parts[:3] == ["", "v1", "files"] and parts[4] == "content":
@@ -178,6 +185,28 @@ class ScriptedBatchServer:
         }
         self.polls[batch_id] = 0
         return 200, json.dumps(self.batches[batch_id]).encode()
+
+    def _list(self, raw_path: str) -> tuple[int, bytes]:
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(raw_path).query))
+        self.lists.append(query)
+        if self.fail_list:
+            return 503, _error_body(503, "list unavailable")
+        limit = int(query.get("limit", "20"))
+        if not 1 <= limit <= 100:
+            return 400, _error_body(400, "limit must be between 1 and 100")
+        newest_first = sorted(self.batches.values(), key=lambda b: int(b["id"].split("_")[1]), reverse=True)
+        ids = [b["id"] for b in newest_first]
+        after = query.get("after")
+        start = ids.index(after) + 1 if after in ids else 0
+        page = newest_first[start : start + limit]
+        payload = {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": start + limit < len(ids),
+        }
+        return 200, json.dumps(payload).encode()
 
     def _poll(self, batch_id: str) -> tuple[int, bytes]:
         batch = self.batches.get(batch_id)

@@ -157,3 +157,44 @@ def test_prompt_tokens_formula():
     frame = len(render_prompt("", ""))
     assert prompt_tokens(0, 0) == math.ceil(frame / 4) + MESSAGE_TOKENS
     assert prompt_tokens(400, 0) - prompt_tokens(0, 0) == 100
+
+
+def test_the_secondary_judges_calls_are_estimated_and_a_run_makes_them(published, monkeypatch, capsys, tmp_path):
+    """[judge.secondary] on its own server: the estimate's `secondary` row, then a real run; the secondary server
+    receives exactly the estimated calls, with the estimated prompt tokens (the primary judge-a is all cached)."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(published, root)
+    with (
+        ScriptedJudgeServer(lambda r, i: Reply("yes")) as primary,
+        ScriptedJudgeServer(lambda r, i: Reply("no")) as secondary,
+    ):
+        config = root / "citegate.toml"
+        config.write_text(
+            config.read_text()
+            + "[judge.prices.judge-s]\ninput = 4.0\noutput = 16.0\n"
+            + f"[judge.secondary]\nbase_url = '{secondary.base_url}'\nmodel = 'judge-s'\nsample_rate = 0.3\n"
+        )
+        monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", primary.base_url)
+        monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-a")
+        monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+        out = _estimate(root, monkeypatch, capsys)
+        assert primary.requests == [] and secondary.requests == []  # the estimate calls nothing
+        row = _row(out, "judge-s", "secondary")
+        pairs, cached, calls, prompt, completion, cost = (c.replace(",", "") for c in row[2:8])
+        assert int(cached) == 0 and int(calls) == int(pairs) > 0
+        assert "secondary = [judge.secondary]" in out
+        assert run_range(PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=config).success
+        received = list(secondary.requests)
+        assert primary.requests == []  # judge-a's answers were cached by the fixture's run
+    assert len(received) == int(calls)
+    assert {r["model"] for r in received} == {"judge-s"}
+    tokens = sum(math.ceil(len(r["messages"][0]["content"]) / CHARS_PER_TOKEN) + MESSAGE_TOKENS for r in received)
+    assert int(prompt) == tokens and int(completion) == 5 * len(received)
+    assert float(cost) == pytest.approx((tokens * 4.0 + 5 * len(received) * 16.0) / 1e6, abs=1e-4)
+    with connect(root / "w.duckdb", read_only=True) as con:
+        [(sampled, models)] = con.sql(
+            "select count(*), string_agg(distinct secondary_model) from judge_agreement"
+        ).fetchall()
+    assert models == "judge-s" and sampled >= len(received)  # the same pair twice is one call

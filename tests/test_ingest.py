@@ -242,3 +242,75 @@ def test_bom_and_crlf_lines(con, landing, config):
     (landing / "a.jsonl").write_bytes(b"\xef\xbb\xbf" + body.encode())
     summary = ingest_landing(con, landing, config)
     assert (summary.records_ingested, summary.records_rejected) == (2, 0)
+
+
+RETRIEVED_TEXT = (
+    "select request_id, position, coalesce(r.text_normalized, "
+    "substr(p.prompt_normalized, r.prompt_start + 1, r.prompt_end - r.prompt_start)) "
+    "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
+)
+
+
+def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
+    """The generated logs (every template, json/text/python_repr prompts, malformed lines) into a new warehouse."""
+    from citegate_assets.lib import ingest as ingest_module
+    from citegate_assets.lib.loggen import generate_logs
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+
+    landing = tmp_path / "generated"
+    if not landing.exists():
+        generate_logs(landing, days=1, requests_per_day=80, seed=5)
+    monkeypatch.setattr(ingest_module, "STORE_RETRIEVED_TEXT_ONCE", once)
+    path = tmp_path / f"once-{once}.duckdb"
+    with connect(path) as c:
+        ensure_schema(c)
+        ingest_landing(c, landing, config)
+    return path
+
+
+def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
+    """Schema 9: a normalized retrieved text that stands whole in the prompt is not stored a second time; readers
+    get it back from prompt_normalized, identical to the text stored before."""
+    from citegate_assets.lib.warehouse import connect
+
+    before = _ingest_generated(tmp_path, config, monkeypatch, once=False)
+    after = _ingest_generated(tmp_path, config, monkeypatch, once=True)
+    with connect(before, read_only=True) as old, connect(after, read_only=True) as new:
+        assert new.sql(RETRIEVED_TEXT).fetchall() == old.sql(RETRIEVED_TEXT).fetchall()
+        [(rows, once, stored_old)] = old.sql(
+            "select count(*), count(*) filter (where text_normalized is null), sum(strlen(text_normalized)) "
+            "from retrievals"
+        ).fetchall()
+        assert once == 0
+        [(rows_new, once, stored_new, unlocated)] = new.sql(
+            "select count(*), count(*) filter (where text_normalized is null), sum(strlen(text_normalized)), "
+            "count(*) filter (where (text_normalized is null) <> (prompt_start is not null)) from retrievals"
+        ).fetchall()
+        assert (rows_new, unlocated) == (rows, 0)
+        assert once > rows / 2 and stored_new < stored_old / 2  # most chunks reach their prompt whole
+        # the raw text as logged is kept for every retrieval
+        assert new.sql("select count(*) from retrievals where text is null").fetchall() == [(0,)]
+
+
+def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypatch):
+    """sql/migrations/009 on a warehouse written the old way gives the rows the new ingest writes."""
+    from citegate_assets.lib.warehouse import connect, run_script, transaction
+
+    before = _ingest_generated(tmp_path, config, monkeypatch, once=False)
+    after = _ingest_generated(tmp_path, config, monkeypatch, once=True)
+    layout = "select request_id, position, text_normalized, prompt_start, prompt_end from retrievals order by 1, 2"
+    with connect(before) as old:
+        # the table as schema 8 created it
+        old.execute("alter table retrievals drop column prompt_start")
+        old.execute("alter table retrievals drop column prompt_end")
+        old.execute("alter table retrievals alter column text_normalized set not null")
+        with transaction(old):
+            run_script(old, "migrations/009_retrieved_text_once")
+        migrated = old.sql(layout).fetchall()
+        [(nullable,)] = old.sql(
+            "select is_nullable from information_schema.columns "
+            "where table_name = 'retrievals' and column_name = 'text_normalized'"
+        ).fetchall()
+    with connect(after, read_only=True) as new:
+        assert migrated == new.sql(layout).fetchall()
+    assert nullable == "YES"

@@ -65,9 +65,13 @@ def make_connect(path):
     return _connect
 
 
-def client_for(server: ScriptedBatchServer, **batch) -> BatchClient:
+def client_for(server: ScriptedBatchServer, recorded=None, **batch) -> BatchClient:
     settings = JudgeSettings(base_url=server.base_url, model="judge-b", api_key="sk-batch-secret", max_retries=0)
-    return BatchClient(settings, BatchSettings(**{"poll_s": 0.01, "poll_max_s": 0.05, "wait_s": 10.0, **batch}))
+    return BatchClient(
+        settings,
+        BatchSettings(**{"poll_s": 0.01, "poll_max_s": 0.05, "wait_s": 10.0, **batch}),
+        recorded=recorded,
+    )
 
 
 def rows(path, sql: str) -> list[tuple]:
@@ -348,3 +352,102 @@ def test_a_batch_the_provider_no_longer_knows_is_closed_and_submitted_again(tmp_
         assert rows(db, "select status, collected_at is not null from judge_batches") == [("not_found", True)]
         result, facts = judge_items_batch(make_connect(db), items("good a"), client_for(server), PRICES, days=DAYS)
     assert result["verdict"].to_list() == ["yes"] and len(server.created) == 2
+
+
+# -- a batch created but not recorded (the run died between the provider's create and the warehouse's insert) -----
+
+
+def recorded_in(path):
+    """What defs/support.py gives the client: the batch ids the warehouse holds."""
+
+    def recorded() -> list[str]:
+        if not path.exists():
+            return []
+        return [b for (b,) in rows(path, "select batch_id from judge_batches")]
+
+    return recorded
+
+
+def test_a_batch_created_but_not_recorded_is_adopted_not_paid_twice(tmp_path, monkeypatch):
+    import citegate_assets.lib.support as support
+
+    db = tmp_path / "w.duckdb"
+    frame = items("good a", "bad b", "good c")
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("killed between batches.create and the warehouse's record")
+
+    with ScriptedBatchServer(_answer) as server:
+        server.hold = True
+        with monkeypatch.context() as patch:
+            patch.setattr(support, "_record_batch", crash)
+            with pytest.raises(KeyboardInterrupt):
+                judge_items_batch(
+                    make_connect(db), frame, client_for(server, recorded=recorded_in(db)), PRICES, days=DAYS
+                )
+        assert rows(db, "select count(*) from judge_batches") == [(0,)]  # the provider has it, the warehouse not
+        [sent] = server.created
+        token = sent["metadata"]["citegate_token"]
+        assert len(token) == 64 and sent["metadata"]["citegate_days"] == f"{DAYS[0]}..{DAYS[1]}"
+        server.hold = False
+        client = client_for(server, recorded=recorded_in(db))
+        result, facts = judge_items_batch(make_connect(db), frame, client, PRICES, days=DAYS)
+    # what the server received: one create, one upload; the second run listed the batches and adopted batch_0
+    assert [p for p in server.paths if p == ("POST", "/v1/batches")] == [("POST", "/v1/batches")]
+    assert len(server.uploads) == 1 and ("GET", "/v1/batches") in server.paths
+    assert client.adopted == ["batch_0"] and facts["batches_submitted"] == 1
+    assert result["verdict"].to_list() == ["yes", "no", "yes"]
+    assert rows(db, "select batch_id, requests, status, collected_at is not null from judge_batches") == [
+        ("batch_0", 3, "completed", True)
+    ]
+    assert sorted(rows(db, "select raw_answer from judge_cache")) == [("Yes.",), ("Yes.",), ("no",)]
+
+
+def test_the_token_is_found_through_the_list_pages(tmp_path, monkeypatch):
+    import citegate_assets.lib.judge.batch as batch_module
+    import citegate_assets.lib.support as support
+
+    monkeypatch.setattr(batch_module, "LIST_PAGE", 2)
+    db = tmp_path / "w.duckdb"
+    with ScriptedBatchServer(_answer) as server:
+        with monkeypatch.context() as patch:
+            patch.setattr(support, "_record_batch", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+            with pytest.raises(OSError):
+                judge_items_batch(make_connect(db), items("good a"), client_for(server), PRICES, days=DAYS)
+        # four later batches of other pairs: the lost one is on the third page of two, newest first
+        for n in range(4):
+            judge_items_batch(
+                make_connect(tmp_path / f"o{n}.duckdb"), items(f"bad {n}"), client_for(server), PRICES, days=DAYS
+            )
+        server.lists.clear()
+        client = client_for(server, recorded=recorded_in(db))
+        result, _ = judge_items_batch(make_connect(db), items("good a"), client, PRICES, days=DAYS)
+    assert client.adopted == ["batch_0"] and len(server.created) == 5
+    assert server.lists == [{"limit": "2"}, {"limit": "2", "after": "batch_3"}, {"limit": "2", "after": "batch_1"}]
+    assert result["verdict"].to_list() == ["yes"]
+
+
+def test_a_recorded_batch_is_never_adopted_again(tmp_path):
+    """The same pairs again after a completed batch answered one with an HTTP 500: a new batch, not the old one."""
+    db = tmp_path / "w.duckdb"
+    with ScriptedBatchServer(lambda body, i: Reply(status=500)) as server:
+        first, _ = judge_items_batch(
+            make_connect(db), items("good a"), client_for(server, recorded=recorded_in(db)), PRICES, days=DAYS
+        )
+        assert first["verdict"].to_list() == ["error"]
+        server.answer = lambda body, i: Reply("yes")
+        client = client_for(server, recorded=recorded_in(db))
+        second, _ = judge_items_batch(make_connect(db), items("good a"), client, PRICES, days=DAYS)
+    assert client.adopted == [] and len(server.created) == 2
+    assert server.created[0]["metadata"]["citegate_token"] == server.created[1]["metadata"]["citegate_token"]
+    assert second["verdict"].to_list() == ["yes"]
+
+
+def test_a_batch_list_that_fails_creates_nothing(tmp_path):
+    db = tmp_path / "w.duckdb"
+    with ScriptedBatchServer(_answer) as server:
+        server.fail_list = True
+        result, facts = judge_items_batch(make_connect(db), items("good a"), client_for(server), PRICES, days=DAYS)
+    assert server.created == [] and server.uploads == {}
+    assert result["verdict"].to_list() == ["error"] and "listing batches failed: HTTP 503" in result["raw_answer"][0]
+    assert rows(db, "select count(*) from judge_cache") == [(0,)]

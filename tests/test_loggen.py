@@ -35,6 +35,7 @@ LAYERS = (
     "rendering",
     "request",
     "malformed",
+    "demo_labels",
     "generator",
 )
 TEMPLATE_OF = {s.name: s.template for s in SURFACES}

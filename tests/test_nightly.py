@@ -86,7 +86,7 @@ def test_scheduled_run_at_two_with_todays_records_publishes(nightly, monkeypatch
     with dg.build_schedule_context(
         instance=instance, scheduled_execution_time=at_two
     ) as context:  # `with`: it resets what it set
-        [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests
+        [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests or []
     assert request.partition_key == YESTERDAY.isoformat()
     result = d.resolve_job_def("nightly_job").execute_in_process(
         instance=instance,
@@ -97,7 +97,7 @@ def test_scheduled_run_at_two_with_todays_records_publishes(nightly, monkeypatch
     )
     assert result.success
     assert "published_warehouse" in {
-        m.asset_key.to_user_string() for m in result.get_asset_materialization_events() for m in [m.materialization]
+        e.asset_key.to_user_string() for e in result.get_asset_materialization_events() if e.asset_key is not None
     }
     assert_every_check_passed(instance, result.run_id)
     assert_published(warehouse)
@@ -222,3 +222,102 @@ def test_the_days_of_trace_files_are_planned_with_the_configs_adapter_settings(t
     plan = plan_days(landing, warehouse, None, None, today, config=small)
     assert (plan.start, plan.end) == (date(2026, 11, 19), date(2026, 11, 19))
     assert plan.note.startswith("no valid dated records found")
+
+
+# -- batch mode: a day whose batch is still open at the run's deadline is run again by the next nightly ----------
+
+
+def test_the_next_nightly_reruns_the_day_whose_batch_was_pending(tmp_path, landing, dagster_home, monkeypatch):
+    """Night 1 leaves day 1's batch open (its verdicts "batch pending" errors); the schedule's next tick asks for
+    day 1 .. day 2 as one run, which collects the batch: day 1's verdicts are answers, nothing paid twice. A
+    pending day further back than [judge] batch_pending_days is not reached for."""
+    from datetime import date
+
+    from .batch_server import ScriptedBatchServer
+    from .judge_server import Reply
+
+    day1, day2 = date(2026, 11, 2), date(2026, 11, 3)
+    records = []
+    for day in (day1, day2):
+        for i in range(2):
+            record = scenario_record("plain-list", "text", request_id=f"{day}-{i}", logged_at=f"{day}T10:0{i}:00Z")
+            for n, citation in enumerate(record["citations"]):
+                citation["claim"] = f"Claim {n} of {day}."  # distinct pairs per day: day 2 is not in day 1's batch
+            records.append(record)
+    write_jsonl(landing / "app.jsonl", records)
+    warehouse, config = tmp_path / "w.duckdb", tmp_path / "citegate.toml"
+    config.write_text(
+        "[surfaces.default]\nstakes = 'high'\ntemplate = 'plain-list'\n"
+        "[judge]\nmode = 'batch'\nbatch_wait_s = 0.2\nbatch_poll_s = 0.05\nbatch_poll_max_s = 0.05\n"
+        "max_retries = 0\ntimeout_s = 5\nbatch_pending_days = 7\n"
+    )
+    server = ScriptedBatchServer(lambda body, i: Reply("yes")).start()
+    for name, value in {
+        "CITEGATE_LOGS": landing,
+        "CITEGATE_WAREHOUSE": warehouse,
+        "CITEGATE_CONFIG": config,
+        "CITEGATE_LABELS": tmp_path / "no-labels",
+        "CITEGATE_JUDGE_BASE_URL": server.base_url,
+        "CITEGATE_JUDGE_MODEL": "judge-batch",
+    }.items():
+        monkeypatch.setenv(name, str(value))
+    for name in ("CITEGATE_PUBLISHED", "CITEGATE_REVIEWS", "CITEGATE_FIRST_DAY", "CITEGATE_LOCK_WAIT_S"):
+        monkeypatch.delenv(name, raising=False)
+    published = warehouse.with_name(warehouse.stem + ".published.duckdb")
+    d = defs()
+    instance = dg.DagsterInstance.get()
+
+    def tick(day: date) -> dg.RunRequest:
+        at = datetime.combine(day, time(2, 0), tzinfo=timezone.utc)
+        with dg.build_schedule_context(instance=instance, scheduled_execution_time=at) as context:
+            [request] = d.get_schedule_def("nightly_schedule").evaluate_tick(context).run_requests or []
+        return request
+
+    def run(request: dg.RunRequest) -> dg.ExecuteInProcessResult:
+        return d.resolve_job_def("nightly_job").execute_in_process(
+            instance=instance, partition_key=request.partition_key, tags=request.tags, raise_on_error=False
+        )
+
+    def verdicts_of(day: date) -> list[tuple]:
+        with connect(published, read_only=True) as con:
+            return con.sql(
+                "select verdict, raw_answer from support_verdicts where day = $d order by citation_id",
+                params={"d": day},
+            ).fetchall()
+
+    try:
+        server.hold = True
+        night1 = tick(day2)
+        assert (night1.partition_key, night1.tags.get("dagster/asset_partition_range_start")) == (str(day1), None)
+        assert run(night1).success
+        pending = verdicts_of(day1)
+        assert pending and all(v == "error" and r.startswith("batch pending: batch_0") for v, r in pending)
+        # ten days on, day 1 is further back than batch_pending_days = 7: the tick asks for its yesterday only
+        late = tick(date(2026, 11, 12))
+        assert late.partition_key == "2026-11-11" and "dagster/asset_partition_range_start" not in late.tags
+        server.hold = False
+        night2 = tick(date(2026, 11, 4))
+        assert night2.partition_key is None
+        assert (
+            night2.tags["dagster/asset_partition_range_start"],
+            night2.tags["dagster/asset_partition_range_end"],
+        ) == (str(day1), str(day2))
+        assert run(night2).success
+    finally:
+        server.stop()
+    after = verdicts_of(day1)
+    assert len(after) == len(pending) and {v for v, _ in after} == {"yes"}
+    assert {v for v, _ in verdicts_of(day2)} == {"yes"}
+    # what the server received: day 1's batch once (collected, not created again), then day 2's pairs
+    assert [p for p in server.paths if p == ("POST", "/v1/batches")] == [("POST", "/v1/batches")] * 2
+    assert {c["metadata"]["citegate_days"] for c in server.created} == {
+        f"{day1}..{day2}",
+        f"{day1}..{date(2026, 11, 4)}",
+    }
+    day2_claims = {
+        line["body"]["messages"][0]["content"].split("CLAIM:\n", 1)[1].split("\n", 1)[0]
+        for line in server.lines_of("batch_1")
+    }
+    assert all(str(day2) in claim for claim in day2_claims)
+    with connect(published, read_only=True) as con:
+        assert con.sql("select count(*) from judge_batches where collected_at is null").fetchall() == [(0,)]

@@ -181,9 +181,9 @@ def test_a_run_holds_the_lock_from_its_first_step_to_its_last(tmp_path, landing,
     write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text")])
     warehouse = tmp_path / "w.duckdb"
     seen = []
-    real = metrics_defs.publish_copy
+    real = metrics_defs.publish_lake
 
-    def publish_and_probe(source, target):
+    def publish_and_probe(source, target, lake, **kwargs):
         probe = subprocess.run(
             [
                 sys.executable,
@@ -194,9 +194,9 @@ def test_a_run_holds_the_lock_from_its_first_step_to_its_last(tmp_path, landing,
             text=True,
         )
         seen.append(probe.stderr)
-        return real(source, target)
+        return real(source, target, lake, **kwargs)
 
-    monkeypatch.setattr(metrics_defs, "publish_copy", publish_and_probe)
+    monkeypatch.setattr(metrics_defs, "publish_lake", publish_and_probe)
     assert scheduled_run(landing, warehouse, monkeypatch).success
     [stderr] = seen
     assert "another citegate run is writing this warehouse" in stderr

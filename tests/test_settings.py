@@ -43,7 +43,8 @@ def clean_env(monkeypatch):
 def _folder(tmp_path: Path, config_keys: bool) -> Path:
     cwd = tmp_path / "cwd"
     (cwd / "conf").mkdir(parents=True)
-    body = "[queue]\nreviews = 'cfg-reviews'\n[calibration]\nlabels = 'cfg-labels'\n" if config_keys else ""
+    body = "[queue]\nreviews = 'cfg-reviews'\n[calibration]\nlabels = 'cfg-labels'\n[storage]\nlake = 'cfg-lake'\n"
+    body = body if config_keys else ""
     (cwd / "conf" / "c.toml").write_text(body)
     (cwd / "citegate.toml").write_text(body)
     (cwd / "from-flag").write_text(body)  # a config file too, for the config setting itself
@@ -85,6 +86,7 @@ def test_flag_beats_env_beats_config_beats_default(name, tmp_path):
         "reviews": bare / "data" / "warehouse.reviews",
         "labels": bare / "data" / "warehouse.labels",
         "dagster_home": bare / "data" / "dagster_home",
+        "lake": bare / "data" / "warehouse.lake",
     }[name]
     assert getattr(s, name) == (expected.resolve() if expected else None) and s.kind(name) == "default"
 
@@ -173,9 +175,11 @@ def test_each_resource_resolves_like_the_cli(name, tmp_path, clean_env, monkeypa
     assert review_files.labels_path(warehouse, config) == s.labels
 
 
-def test_the_demo_from_the_project_folder_uses_the_project_labels():
+def test_the_demo_from_the_project_folder_calibrates_on_labels_drawn_from_its_logs():
     s = where.resolve(env={}, cwd=PROJECT)
-    assert s.config == PROJECT / "citegate.toml" and s.labels == PROJECT / "labels" and s.kind("labels") == "config"
+    # the project's file names no labels: `citegate demo` then draws them from its generated logs (cmd_demo)
+    assert s.config == PROJECT / "citegate.toml" and s.kind("labels") == "default"
+    assert s.labels == PROJECT / "data" / "warehouse.labels"
     assert s.reviews == PROJECT / "data" / "warehouse.reviews"  # the project's file names no reviews folder
     assert len(where.demo_labels().read_text().splitlines()) == 224
     assert where.source_checkout() == PROJECT  # an editable install reads the project's sql/ through the package
@@ -304,7 +308,7 @@ def test_readers_honour_citegate_published_and_never_open_the_working_file(copy_
 
 
 def test_demo_and_calibrate_honour_citegate_warehouse(tmp_path, clean_env, monkeypatch, capsys):
-    """From an empty folder: the demo writes into $CITEGATE_WAREHOUSE with its 224 built-in labels, and
+    """From an empty folder: the demo writes into $CITEGATE_WAREHOUSE, calibrated on labels drawn from its logs, and
     calibrate recalibrates that same warehouse on the labels it is given."""
     monkeypatch.chdir(tmp_path)
     warehouse = tmp_path / "elsewhere" / "demo.duckdb"
@@ -312,10 +316,11 @@ def test_demo_and_calibrate_honour_citegate_warehouse(tmp_path, clean_env, monke
     assert main(["demo", "--days", "1", "--requests-per-day", "20"]) == 0
     out = capsys.readouterr().out
     assert f"warehouse:    {warehouse}  (from $CITEGATE_WAREHOUSE)" in out
-    assert f"labels:       {where.demo_labels()}  (the demo's labels, shipped in the package)" in out
+    drawn = tmp_path / "data" / "demo-labels.jsonl"
+    assert f"labels:       {drawn}  (the demo's labels, drawn from its generated logs' truth)" in out
     assert (tmp_path / "data" / "landing").is_dir() and not (tmp_path / "data" / "warehouse.duckdb").exists()
     with connect(warehouse, read_only=True) as con:
-        assert con.sql("select count(*) from hand_labels").fetchall() == [(224,)]
+        assert con.sql("select count(*) from hand_labels").fetchall() == [(len(drawn.read_text().splitlines()),)]
 
     labels = tmp_path / "mine.jsonl"
     rows = [json.loads(line) for line in where.demo_labels().read_text().splitlines()[:40]]

@@ -3,19 +3,20 @@ honest, and the published warehouse for the data team (README "Weekly metrics" a
 sections 9-10)."""
 
 from collections.abc import Iterator
+from datetime import date, timedelta
 
 import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.chart import png_data_uri, rates_chart_png
-from citegate_assets.lib.metrics import HEADLINE, compute_metrics, load_definitions, lock_problems, read_lock
-from citegate_assets.lib.publish import publish_copy
+from citegate_assets.lib.metrics import HEADLINE, load_definitions, lock_problems, read_lock, update_metrics
+from citegate_assets.lib.publish import publish_lake
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .asset_defaults import DUCKDB_POOL
-from .resources import WarehouseResource
+from .resources import CitegateConfigResource, WarehouseResource
 
 LOCK_CHECK = "definitions_match_lock"
 BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
@@ -184,7 +185,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     now = utc_now()
     with warehouse.connect() as con:
         with transaction(con):
-            compute_metrics(con, definitions, now)
+            weeks = update_metrics(con, definitions, now, run_days(context))
         metrics = query(con, "metric_tables/headline_for_chart").pl()
         out_of_bounds = query(con, "metric_tables/check_bounds").pl()
         unreconciled = query(con, "metric_tables/check_reconcile").pl()
@@ -246,6 +247,8 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         asset_key="weekly_surface_metrics",
         metadata={
             "dagster/row_count": metrics.height,
+            # only the weeks whose inputs changed are recomputed (lib/metrics.py update_metrics)
+            "weeks_recomputed": dg.MetadataValue.md(", ".join(map(str, weeks)) or "none: no input changed"),
             "latest_week": dg.MetadataValue.md(
                 markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)
             ),
@@ -280,12 +283,36 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     ],
     pool=DUCKDB_POOL,
 )
-def published_warehouse(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """A read-only copy of the warehouse for the data team, swapped in atomically: an open analyst session
-    never blocks the nightly run."""
+def published_warehouse(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, citegate_config: CitegateConfigResource
+) -> dg.MaterializeResult:
+    """A small read-only DuckDB file for the data team, swapped in atomically: views over the lake's day
+    partitions (only the changed ones are written) plus copies of the small tables. An open analyst
+    session never blocks the nightly run; publishing costs seconds whatever the history."""
     target = warehouse.published_path()
-    facts = publish_copy(warehouse.database_path(), target)
-    context.log.info(f"published {facts['tables']} tables to {target}")
+    lake = warehouse.lake_path(citegate_config.config_path())
+    facts = publish_lake(warehouse.database_path(), target, lake, run_days=run_days(context))
+    written = ", ".join(f"{table} {len(days)}" for table, days in facts["written"].items()) or "none"
+    context.log.info(f"published {facts['tables']} tables to {target}; partitions written: {written}")
     return dg.MaterializeResult(
-        metadata={"path": dg.MetadataValue.path(str(target)), "tables": facts["tables"], "bytes": facts["bytes"]}
+        metadata={
+            "path": dg.MetadataValue.path(str(target)),
+            "lake": dg.MetadataValue.path(str(lake)),
+            "tables": facts["tables"],
+            "bytes": facts["bytes"],
+            "partitions_written": dg.MetadataValue.json(facts["written"]),
+            "files_removed": facts["removed"],
+        }
     )
+
+
+def run_days(context: dg.AssetExecutionContext) -> list[date]:
+    """The days the run materialized, from its partition tags (a single-run range or one partition); none
+    for an unpartitioned run (then only what changed is recomputed and written)."""
+    tags = context.run.tags
+    start = tags.get("dagster/asset_partition_range_start") or tags.get("dagster/partition")
+    end = tags.get("dagster/asset_partition_range_end") or start
+    if not start or not end:
+        return []
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]

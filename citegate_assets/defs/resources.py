@@ -34,12 +34,17 @@ class WarehouseResource(dg.ConfigurableResource):
 
     database: str = ""
     published: str = ""
+    lake: str = ""
 
     def database_path(self) -> Path:
         return resolve_top("warehouse", self.database)
 
     def published_path(self) -> Path:
         return resolve_beside("published", self.published, warehouse=self.database_path(), config=None)
+
+    def lake_path(self, config: Path | None) -> Path:
+        """The day partitions the published copy's views read (CITEGATE_LAKE, [storage].lake, beside the warehouse)."""
+        return resolve_beside("lake", self.lake, warehouse=self.database_path(), config=config)
 
     def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return _connect_with_schema(self.database_path())
@@ -105,7 +110,7 @@ class ReviewFilesResource(dg.ConfigurableResource):
 class JudgeResource(dg.ConfigurableResource):
     """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL, and the API key
     from the variable [judge].api_key_env names.
-    No endpoint configured: the offline judge ([judge].offline: citegate-lexical-v2 by default)."""
+    No endpoint configured: the offline judge ([judge].offline: citegate-lexical-v3 by default)."""
 
     base_url: str = ""  # when set, overrides the file and the environment
     model: str = ""
@@ -132,7 +137,13 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
 def run_config_for(settings: Settings, *, final_read: bool = False) -> dict[str, Any]:
     """The resources' run config that makes a run use exactly these resolved paths (the CLI printed them)."""
     return {
-        "warehouse": {"config": {"database": str(settings.warehouse), "published": str(settings.published)}},
+        "warehouse": {
+            "config": {
+                "database": str(settings.warehouse),
+                "published": str(settings.published),
+                "lake": str(settings.lake),
+            }
+        },
         "landing": {"config": {"folder": str(settings.landing), "final_read": final_read}},
         "citegate_config": {"config": {"config_file": str(settings.config) if settings.config else BUILTIN_CONFIG}},
         "review_files": {"config": {"reviews": str(settings.reviews), "labels": str(settings.labels)}},

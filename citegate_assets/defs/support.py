@@ -103,7 +103,7 @@ def support_verdicts(
             context.log.info(f"judge: {done:,}/{total:,} calls")
 
     items = rows.rename({"citation_id": "item_id"})
-    client = batch_client(config.judge, the_judge)
+    client = batch_client(config.judge, the_judge, warehouse)
     if client is not None:
         context.log.info(f"judge mode batch: uncached pairs go to {the_judge.model} through the Batch API")
         try:
@@ -229,11 +229,19 @@ def judge_agreement(
     )
 
 
-def batch_client(cfg: JudgeConfig, the_judge: Judge) -> BatchClient | None:
+def batch_client(cfg: JudgeConfig, the_judge: Judge, warehouse: WarehouseResource | None = None) -> BatchClient | None:
     """The Batch API client for [judge] mode = "batch" with an endpoint (same URL, model, key and timeouts as the
-    online judge); None in online mode, or when no endpoint is configured (the offline judge needs no batch)."""
+    online judge); None in online mode, or when no endpoint is configured (the offline judge needs no batch).
+    It adopts a batch found by its token only if the warehouse does not hold that batch id yet."""
     if cfg.mode != "batch" or not isinstance(the_judge, OpenAIJudge):
         return None
+
+    def recorded() -> list[str]:
+        if warehouse is None:
+            return []
+        with warehouse.connect() as con:
+            return [batch_id for (batch_id,) in query(con, "support/batch_ids_recorded").fetchall()]
+
     return BatchClient(
         the_judge.settings,
         BatchSettings(
@@ -243,6 +251,7 @@ def batch_client(cfg: JudgeConfig, the_judge: Judge) -> BatchClient | None:
             max_requests=int(cfg.batch_max_requests),
             discount=float(cfg.batch_discount),
         ),
+        recorded=recorded,
     )
 
 

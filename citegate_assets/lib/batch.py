@@ -292,6 +292,43 @@ RETRIEVAL_COLUMNS = [
 ]
 
 
+# Schema 9: a retrieved text's normalized form is stored once. Where it equals the body of the first prompt section
+# holding that chunk (most chunks reach the prompt whole), retrievals.text_normalized is null and
+# [prompt_start, prompt_end) locates it in prompts.prompt_normalized. False writes it twice, as schema 8 did
+# (the tests' reference for what readers must get back).
+STORE_RETRIEVED_TEXT_ONCE = True
+
+
+def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
+    """frames.retrievals as stored: text_normalized null, with prompt_start/prompt_end, where the first section
+    resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized)."""
+    first = (
+        frames.sections.filter(pl.col("chunk_id").is_not_null())
+        .sort("request_id", "section_no")
+        .unique(["request_id", "chunk_id"], keep="first", maintain_order=True)
+        .select("request_id", "chunk_id", prompt_start="body_start", prompt_end="body_end")
+    )
+    bodies = first.join(frames.prompts.select("request_id", "prompt_normalized"), on="request_id").select(
+        "request_id",
+        "chunk_id",
+        "prompt_start",
+        "prompt_end",
+        body=pl.col("prompt_normalized").str.slice(
+            pl.col("prompt_start"), pl.col("prompt_end") - pl.col("prompt_start")
+        ),
+    )
+    same = pl.col("body").is_not_null() & (pl.col("body") == pl.col("text_normalized"))
+    return (
+        frames.retrievals.join(bodies, on=["request_id", "chunk_id"], how="left", maintain_order="left")
+        .with_columns(
+            text_normalized=pl.when(same).then(None).otherwise(pl.col("text_normalized")),
+            prompt_start=pl.when(same).then(pl.col("prompt_start")),
+            prompt_end=pl.when(same).then(pl.col("prompt_end")),
+        )
+        .drop("body")
+    )
+
+
 def _answer_reject(rec: Record, reason: str, detail: str, source_file: str, line_no: int, now: datetime) -> tuple:
     return (rec.request_id, rec.day, reason, detail, rec.citations_raw, source_file, line_no, now)
 

@@ -209,7 +209,10 @@ class JudgeConfig:
     batch_max_requests: int = _opt(50000, _integer(1))
     # batch: the share of the online price a batch call costs (OpenAI: half)
     batch_discount: float = _opt(0.5, _number(0, 1))
-    # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v2) | heuristic
+    # batch: the nightly schedule runs from the earliest day with "batch pending" verdicts, at most this many days
+    # before yesterday, so a batch still open at a run's deadline is collected by the next nightly (0: yesterday only)
+    batch_pending_days: int = _opt(7, _integer(0))
+    # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v3) | heuristic
     offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
     # [judge.secondary]: a candidate judge compared on a sample (None: no second judge, nothing changes)
     secondary: SecondaryJudgeConfig | None = field(default=None, metadata={"check": _secondary})
@@ -242,6 +245,14 @@ class QueueConfig:
     best_evidence_k: int = _opt(2, _integer(0))
     # reason -> owner; a reason without one goes to the surface's owner
     owners: dict = field(default_factory=dict, metadata={"check": _owners})
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    """[storage]: where the day partitions of the large tables go (lib/lake.py, docs/scaling.md)."""
+
+    # the lake folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/)
+    lake: str = _opt("", _string())
 
 
 @dataclass(frozen=True)
@@ -299,6 +310,7 @@ class Config:
     queue: QueueConfig = field(default_factory=QueueConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     adapters: AdaptersConfig = field(default_factory=AdaptersConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -314,6 +326,7 @@ _SECTIONS = {
     "queue": QueueConfig,
     "ingest": IngestConfig,
     "adapters": AdaptersConfig,
+    "storage": StorageConfig,
 }
 _TOP_KEYS = {"surfaces", "templates", *_SECTIONS}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}

@@ -13,6 +13,11 @@ estimates the tokens of the prompts the judge would receive for the rest:
 - cost = tokens x [judge.prices.MODEL] (USD per million); batch = online x [judge].batch_discount. A model
   without a price has no cost (shown null); the offline judge costs nothing.
 
+The secondary judge ([judge.secondary]) has its own row, mode `secondary`: it is called on the stable hash sample
+(lib/agreement.py agreement_key < sample_rate) of the citations the primary judges, one call per distinct pair not
+in judge_cache for its model, always online (judge_agreement calls it pair by pair), at its model's price. The
+real run samples only pairs the primary answered (not `error`), so this is an upper bound when the primary fails.
+
 Pairs are counted once per range (a backfill runs the range as one run, and one run judges a pair once).
 It reads what a run has gated: days ingested but not yet through the provenance gate are reported apart, not
 estimated. It reads the published copy (cli.py), never the working file a run may be writing.
@@ -27,6 +32,7 @@ from datetime import date, timedelta
 import duckdb
 import polars as pl
 
+from .agreement import agreement_key
 from .config import Config
 from .judge.prompt import TEMPLATE_VERSION, render_prompt
 from .policies import registered_policies
@@ -90,9 +96,11 @@ def estimate(
     end: date,
     models: dict[str, bool],
     configured: str,
+    secondary: tuple[str, bool] | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """models: judge model -> offline (costs nothing, no batch). Returns the frames `days`, `surfaces` (for the
-    configured model) and `models` (one row per model and mode)."""
+    """models: judge model -> offline (costs nothing, no batch); secondary: the [judge.secondary] judge's model and
+    whether it is offline, or None. Returns the frames `days`, `surfaces` (for the configured model) and `models`
+    (one row per model and mode, the secondary's last)."""
     days = query(con, "report/estimate_days", {"start": start, "end": end}).pl()
     pairs = selected_pairs(con, config, start, end)
     chosen = pairs.filter(pl.col("selected"))
@@ -135,6 +143,8 @@ def estimate(
             )
         if model == configured:
             surfaces = _by_surface(pairs, model, cached)
+    if secondary is not None and judge.secondary is not None:
+        rows.append(_secondary_row(con, config, chosen, *secondary))
     return {
         "days": days,
         "surfaces": surfaces if surfaces is not None else _by_surface(pairs, configured, set()),
@@ -151,6 +161,41 @@ def estimate(
                 "cost_usd": pl.Float64,
             },
         ),
+    }
+
+
+def _secondary_row(
+    con: duckdb.DuckDBPyConnection, config: Config, chosen: pl.DataFrame, model: str, offline: bool
+) -> dict:
+    """The [judge.secondary] judge's calls: the agreement sample of the chosen citations, distinct pairs, uncached."""
+    judge = config.judge
+    assert judge.secondary is not None
+    rate = float(judge.secondary.sample_rate)
+    in_sample = pl.Series([agreement_key(c) < rate for c in chosen["citation_id"]], dtype=pl.Boolean)
+    sampled = chosen.filter(in_sample).unique(["passage_sha256", "claim_sha256"], keep="first", maintain_order=True)
+    keys = [_key(model, p, c) for p, c in zip(sampled["passage_sha256"], sampled["claim_sha256"])]
+    cached = _cached(con, keys)
+    fresh = sampled.filter(pl.Series([k not in cached for k in keys], dtype=pl.Boolean))
+    calls = fresh.height
+    prompt = sum(prompt_tokens(p, c) for p, c in zip(fresh["passage_chars"], fresh["claim_chars"]))
+    completion = calls * int(judge.max_tokens)
+    price = judge.prices.get(model)
+    cost = (
+        0.0
+        if offline
+        else None
+        if price is None
+        else (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
+    )
+    return {
+        "judge_model": model,
+        "mode": "secondary",
+        "pairs": sampled.height,
+        "cached": sampled.height - calls,
+        "calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost_usd": None if cost is None else round(cost, 4),
     }
 
 
@@ -193,7 +238,13 @@ def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: 
         text_table(surfaces, max_rows=200),
         "",
         "Per judge model and mode (* = the configured judge and mode; pairs = distinct passage-claim pairs judged, "
-        "calls = pairs not in judge_cache):",
+        "calls = pairs not in judge_cache"
+        + (
+            "; secondary = [judge.secondary] on its sample_rate of the judged citations, online)"
+            if (models["mode"] == "secondary").any()
+            else ")"
+        )
+        + ":",
         text_table(models, max_rows=200),
         "",
         f"Tokens: prompt = ceil(characters of the rendered prompt / {CHARS_PER_TOKEN}) + {MESSAGE_TOKENS} per call "

@@ -20,9 +20,9 @@ import errno
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -47,7 +47,13 @@ from .adapters import (
     source_text,
     whole_document,
 )
-from .batch import Refused, build_frames_isolating_failures, decode_prompts
+from .batch import (
+    STORE_RETRIEVED_TEXT_ONCE,
+    Refused,
+    build_frames_isolating_failures,
+    decode_prompts,
+    retrievals_stored_once,
+)
 from .config import Config
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
 from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id, trace_id
@@ -69,7 +75,11 @@ from .warehouse import query, run_script, transaction
 __all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
 
 BATCH_LINES = 2000
-BATCH_BYTES = 16 * 1024 * 1024  # the working set of a batch is ~20x its bytes: this keeps ingest under ~0.5 GB
+BATCH_BYTES = 8 * 1024 * 1024  # a batch's working set is ~20x its bytes; 8 MB keeps the peak under ~0.5 GB, flat
+# DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
+# Ingest only appends and looks up request ids: 64 MiB keeps the peak flat (a batch may spill a little to disk).
+INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
+LINE_MEMORY_FACTOR = 4  # a batch's limit grows by 4x its longest line: a 32 MiB line's raw_line needs ~2 pinned copies
 
 REJECT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_file": pl.String,
@@ -120,8 +130,9 @@ class BatchWriter:
     """Writes prepared batches on a second connection in a worker thread, one at a time and in order,
     while the main thread parses and normalizes the next batch (DuckDB releases the GIL)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection, max_line_bytes: int = 0):
         self._cursor = con.cursor()
+        self._roomy = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * max_line_bytes  # for a batch that needs it
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
         self._pending: Future | None = None
         self._files = ""
@@ -129,10 +140,11 @@ class BatchWriter:
             "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
         ).fetchall()
 
-    def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
+    def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
         self.drain()
         self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
-        self._pending = self._pool.submit(_write_batch, self._cursor, relations, ledger)
+        memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * longest_line
+        self._pending = self._pool.submit(_write_batch, self._cursor, relations, ledger, memory, self._roomy)
 
     def drain(self) -> None:
         """Wait for the batch in flight; its error, if any, is raised here, naming the warehouse and the files."""
@@ -171,8 +183,33 @@ def _write_failure(database: str, files: str, exc: BaseException) -> str:
     )
 
 
-def _write_batch(cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: list[dict]) -> None:
+def _write_batch(
+    cursor: duckdb.DuckDBPyConnection,
+    relations: dict[str, pl.DataFrame],
+    ledger: list[dict],
+    memory: int,
+    roomy: int,
+) -> None:
+    """One transaction under the small limit; a batch that does not fit (a line near max_line_bytes) is rolled back
+    and written again with room for the longest line allowed."""
+    try:
+        _write_batch_within(cursor, relations, ledger, memory)
+    except duckdb.Error as exc:
+        if not _out_of_memory(exc) or roomy <= memory:
+            raise
+        _write_batch_within(cursor, relations, ledger, roomy)
+
+
+def _out_of_memory(exc: duckdb.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory" in text or "failed to pin block" in text
+
+
+def _write_batch_within(
+    cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: list[dict], memory: int
+) -> None:
     relations = {**relations, "batch_ledger": ledger_frame(ledger)}
+    cursor.execute("set memory_limit = $1", [f"{int(memory)}B"])
     try:
         with transaction(cursor):
             for rel, df in relations.items():
@@ -230,15 +267,37 @@ def ingest_landing(
     has not changed for [ingest].settle_seconds. Raises IngestWriteError when the warehouse cannot be written.
     """
     run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final)
-    try:
-        for entry in landing_entries(run.root):
-            run.summary.files_seen += 1
-            run.entry(entry)
-        run.commit()
-        run.writer.drain()
-    finally:
-        run.writer.close()
+    with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):  # around the writer too: it sets the limit per batch
+        try:
+            for entry in landing_entries(run.root):
+                run.summary.files_seen += 1
+                run.entry(entry)
+            run.commit()
+            run.writer.drain()
+        finally:
+            run.writer.close()
     return run.summary
+
+
+@contextmanager
+def bounded_memory(con: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
+    """The database's memory_limit lowered for the block (peak RSS flat as the files grow), then put back."""
+    [(prior,)] = con.sql("select current_setting('memory_limit')").fetchall()
+    con.execute("set memory_limit = $1", [f"{int(limit_bytes)}B"])
+    try:
+        yield
+    finally:
+        con.execute("set memory_limit = $1", [_restorable(prior)])
+
+
+def _restorable(shown: str) -> str:
+    """DuckDB shows the limit cut to one decimal ('3.7 GiB' for 4 GB); setting that back would lower it 0.1 GiB
+    each run. Half a step more shows the same and stays within 0.1 unit of the limit the caller had."""
+    number, _, unit = shown.partition(" ")
+    try:
+        return f"{float(number) + 0.05} {unit}"
+    except ValueError:
+        return shown
 
 
 class _Run:
@@ -261,7 +320,7 @@ class _Run:
         self.batch_lines, self.final = batch_lines, final
         self.ledger = Ledger.load(con)
         self.summary = IngestSummary()
-        self.writer = BatchWriter(con)
+        self.writer = BatchWriter(con, config.ingest.max_line_bytes)
         self.run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
         self.lines: list[tuple[_File, Line | _Item]] = []
         self.nbytes = 0
@@ -811,7 +870,8 @@ class _Run:
             relations["batch_rejects"] = pl.concat(
                 [relations["batch_rejects"], pl.DataFrame(extra, schema=REJECT_SCHEMA)]
             )
-        self.writer.submit(relations, ledger)
+        longest = max((line.length if isinstance(line, Line) else line.line.length for _, line in lines), default=0)
+        self.writer.submit(relations, ledger, longest)
         if self.progress and lines:
             last = lines[-1][0]
             self.progress(last.entry.name, last.state.lines, self.summary.bytes_read)
@@ -878,7 +938,7 @@ class _Run:
         return {
             "batch_prompts": frames.prompts,
             "batch_sections": frames.sections,
-            "batch_retrievals": frames.retrievals,
+            "batch_retrievals": retrievals_stored_once(frames) if STORE_RETRIEVED_TEXT_ONCE else frames.retrievals,
             "batch_citations": frames.citations,
             "batch_answer_rejects": frames.answer_rejects,
             "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)

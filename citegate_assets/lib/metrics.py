@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 
-from .warehouse import SQL_DIR, load_sql, run_script
+from .warehouse import SQL_DIR, load_sql, query, run_script, sql_identifier
 
 METRICS_DIR = SQL_DIR / "metrics"
 LOCK_FILE = METRICS_DIR / "metrics.lock.json"
@@ -133,13 +134,97 @@ def update_lock(definitions: list[MetricDefinition], path: Path | None = None) -
 
 
 def compute_metrics(con: duckdb.DuckDBPyConnection, definitions: list[MetricDefinition], now: datetime) -> None:
-    """Rebuild metric_lineage, weekly_surface_metrics and weekly_breakdowns (in the caller's transaction)."""
+    """Rebuild metric_lineage, weekly_surface_metrics and weekly_breakdowns over every week (in the caller's
+    transaction). It also forgets what each week was computed from, so the next update_metrics() recomputes
+    every week once and records it."""
     run_script(con, "metric_tables/clear")
+    _compute(con, definitions, now, "metric_lineage")
+
+
+def update_metrics(
+    con: duckdb.DuckDBPyConnection,
+    definitions: list[MetricDefinition],
+    now: datetime,
+    days: Iterable[date] = (),
+) -> list[date]:
+    """Recompute only the weeks whose inputs changed (in the caller's transaction); return them.
+
+    A week is recomputed when its input fingerprint (sql/metric_tables/week_inputs.sql: row counts, latest
+    writes and review decisions of its days) or the definitions in force differ from what it was last
+    computed from, when it holds one of `days` (the run's days: a re-run day counts even if it looks the
+    same), or when its inputs are gone. The result equals compute_metrics() because every definition's
+    membership for a week reads only rows of that week's days (tests/test_incremental_metrics.py)."""
+    current = _current_week_inputs(con)
+    digest = definitions_sha256(definitions)
+    stored = {
+        week: (fingerprint, sha) for week, fingerprint, sha in query(con, "metric_tables/stored_week_inputs").fetchall()
+    }
+    touched = {week for week, fingerprint in current.items() if stored.get(week) != (fingerprint, digest)}
+    touched |= {week_start(d) for d in days}
+    touched |= {week for (week,) in query(con, "metric_tables/result_weeks").fetchall() if week not in current}
+    weeks = sorted(touched)
+    if not weeks:
+        return []
+    _set_touched_weeks(con, weeks)
+    run_script(con, "metric_tables/clear_weeks")
+    [(database,)] = con.sql("select current_database()").fetchall()
+    shadowed = [t for (t,) in query(con, "metric_tables/day_tables").fetchall()]
+    try:
+        # Each day table (and the lineage) is read through a temp view holding only the touched weeks: temp
+        # views come first in DuckDB's search path, so the locked definition files run unchanged.
+        for table in shadowed:
+            con.execute(f"create or replace temp view {table} as {_weeks_filter(database, table, 'day', weeks)}")
+        con.execute(
+            "create or replace temp view metric_lineage as "
+            + _weeks_filter(database, "metric_lineage", "week_start", weeks)
+        )
+        _compute(con, definitions, now, f"{sql_identifier(database)}.main.metric_lineage")
+    finally:
+        for table in [*shadowed, "metric_lineage"]:
+            con.execute(f"drop view if exists temp.main.{table}")
+    run_script(con, "metric_tables/record_week_inputs", {"definitions_sha256": digest, "now": now})
+    return weeks
+
+
+def week_start(day: date) -> date:
+    """The Monday of the ISO week holding day (date_trunc('week', day) in DuckDB)."""
+    return day - timedelta(days=day.weekday())
+
+
+def definitions_sha256(definitions: list[MetricDefinition]) -> str:
+    text = "\n".join(f"{d.name}:{d.version}:{d.sha256}" for d in sorted(definitions, key=lambda d: (d.name, d.version)))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _compute(con: duckdb.DuckDBPyConnection, definitions: list[MetricDefinition], now: datetime, lineage: str) -> None:
     for d in definitions:
         con.execute(
-            "insert into metric_lineage select $metric, $version, week_start, surface, breakdown, citation_id, "
+            f"insert into {lineage} select $metric, $version, week_start, surface, breakdown, citation_id, "
             f"request_id, numerator_weight from ({d.sql})",
             {"metric": d.name, "version": d.version},
         )
     con.execute(load_sql("metric_tables/aggregate_headline"), {"now": now})
     con.execute(load_sql("metric_tables/aggregate_breakdowns"), {"now": now})
+
+
+def _current_week_inputs(con: duckdb.DuckDBPyConnection) -> dict[date, str]:
+    """Week -> input fingerprint, also left in the temp table current_week_inputs for record_week_inputs."""
+    con.execute("create or replace temp table current_week_inputs as " + load_sql("metric_tables/week_inputs"))
+    return dict(con.sql("select week_start, fingerprint from current_week_inputs").fetchall())
+
+
+def _set_touched_weeks(con: duckdb.DuckDBPyConnection, weeks: list[date]) -> None:
+    con.execute(
+        "create or replace temp table touched_weeks as select unnest($weeks::date[]) as week_start", {"weeks": weeks}
+    )
+
+
+def _weeks_filter(database: str, table: str, column: str, weeks: list[date]) -> str:
+    """The rows of the touched weeks. The bounds are dates this module formats (a view takes no parameters);
+    the range lets DuckDB skip row groups, the semi-join drops the untouched weeks inside it."""
+    low, high = weeks[0], weeks[-1] + timedelta(days=7)
+    return (
+        f"select * from {sql_identifier(database)}.main.{table} "
+        f"where {column} >= date '{low.isoformat()}' and {column} < date '{high.isoformat()}' "
+        f"and date_trunc('week', {column})::date in (select week_start from temp.main.touched_weeks)"
+    )

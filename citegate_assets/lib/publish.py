@@ -1,26 +1,39 @@
 """Publish a read-only snapshot of the working DuckDB file for analysts (notes §3.2).
 
 DuckDB allows many read-only processes *or* one writer on a file, never both: an analyst who opens the
-working file, even read-only, blocks the nightly run. So the pipeline copies the working file into a fresh
-file and renames it over the published path. On POSIX an analyst connection that is already open keeps
-reading the old snapshot (it holds the old inode); new connections open the new one.
+working file, even read-only, blocks the nightly run. So the pipeline builds a fresh file and renames it over
+the published path. On POSIX an analyst connection that is already open keeps reading the old snapshot (it
+holds the old inode); new connections open the new one.
+
+publish_lake() (the nightly job, issue 16): the large per-day tables become views over the lake's Parquet
+day partitions (lib/lake.py), written only for the days that changed, and the small tables are copied, so
+publishing costs seconds whatever the history. publish_copy() copies every table (the whole file).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 
 import duckdb
 
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib import lake as lake_module
+from citegate_assets.lib.durable import fsync_dir, fsync_file
+from citegate_assets.lib.warehouse import connect, sql_identifier, sql_literal
 
 # Tables in the database the connection opened, excluding temporary and internal ones.
 _TABLES_SQL = """
 select schema_name, table_name
 from duckdb_tables()
 where database_name = current_database() and not temporary and not internal
-order by schema_name, table_name
+"""
+_VIEWS_SQL = """
+union all
+select schema_name, view_name
+from duckdb_views()
+where database_name = current_database() and not temporary and not internal
 """
 
 
@@ -47,9 +60,9 @@ def publish_copy(source: Path, target: Path) -> dict:
             expected = _row_counts(con)
             alias = "pub" if source_db != "pub" else "pub_copy"
             # ATTACH inherits the read-only mode of the source connection unless told otherwise.
-            con.execute(f"attach {_literal(tmp)} as {alias} (read_write)")
+            con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
             try:
-                con.execute(f"copy from database {_identifier(source_db)} to {alias}")
+                con.execute(f"copy from database {sql_identifier(source_db)} to {alias}")
                 con.execute(f"checkpoint {alias}")
             finally:
                 con.execute(f"detach {alias}")
@@ -57,19 +70,95 @@ def publish_copy(source: Path, target: Path) -> dict:
             copied = _row_counts(con)
         _check_counts(expected, copied)
         os.chmod(tmp, 0o600)
-        _fsync(tmp)
+        fsync_file(tmp)
         os.replace(tmp, target)
     except BaseException:
         _remove(tmp)
         raise
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
     return {"tables": len(expected), "bytes": target.stat().st_size, "path": str(target)}
 
 
-def _row_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def publish_lake(source: Path, target: Path, lake: Path, *, run_days: Iterable[date] = ()) -> dict:
+    """Publish a small DuckDB file: views over the lake's day partitions plus copies of the small tables.
+
+    The partitions that changed since the last publish (lib/lake.py: new, different row count or stamp, or
+    one of run_days) are written to new files first; then the published file is built at `<target>.tmp-<pid>`
+    naming exactly the manifest's files, its row counts are checked against `source` table by table, and it
+    is renamed over `target`; then the lake manifest is replaced and the files no reader can need any more
+    are deleted. A crash anywhere leaves the previous published file and everything it names readable.
+    Costs the changed partitions plus the small tables, whatever the history.
+    Returns {"tables", "views", "bytes", "path", "written", "removed", "generation"}.
+    """
+    source, target, lake = Path(source), Path(target), Path(lake)
+    if not source.is_file():
+        raise FileNotFoundError(f"{source}: no DuckDB database to publish")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    remove_stale_temporaries(target)
+    _remove(tmp)
+    previous = lake_module.read_manifest(lake).get("generation")
+    generation = lake_module.new_generation()
+    try:
+        with connect(source, read_only=True) as con:
+            manifest, written = lake_module.export_changed(con, lake, generation=generation, force_days=run_days)
+            expected = _row_counts(con)
+            source_db = con.sql("select current_database()").fetchall()[0][0]
+            alias = "pub" if source_db != "pub" else "pub_copy"
+            con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
+            try:
+                _fill_published(con, source_db, alias, lake, manifest, expected)
+                con.execute(f"checkpoint {alias}")
+            finally:
+                con.execute(f"detach {alias}")
+        with connect(tmp, read_only=True) as con:
+            copied = _row_counts(con, views=True)
+        _check_counts(expected, copied)
+        os.chmod(tmp, 0o600)
+        fsync_file(tmp)
+        lake_module.record_generation(lake, manifest)
+        os.replace(tmp, target)
+    except BaseException:
+        _remove(tmp)
+        raise
+    fsync_dir(target.parent)
+    lake_module.write_manifest(lake, manifest)
+    removed = lake_module.collect_garbage(lake, previous)
+    return {
+        "tables": len(expected),
+        "views": len(manifest["tables"]),
+        "bytes": target.stat().st_size,
+        "path": str(target),
+        "written": {t: parts for t, parts in written.items() if parts},
+        "removed": len(removed),
+        "generation": generation,
+    }
+
+
+def _fill_published(
+    con: duckdb.DuckDBPyConnection, source_db: str, alias: str, lake: Path, manifest: dict, tables: dict[str, int]
+) -> None:
+    """The lake tables as views over their manifest files, every other table copied."""
+    for qualified in tables:
+        schema, table = qualified.split(".", 1)
+        target = f"{alias}.{sql_identifier(schema)}.{sql_identifier(table)}"
+        if schema != "main":
+            con.execute(f"create schema if not exists {alias}.{sql_identifier(schema)}")
+        source = f"{sql_identifier(source_db)}.{sql_identifier(schema)}.{sql_identifier(table)}"
+        entry = manifest["tables"].get(table) if schema == "main" else None
+        select = lake_module.view_sql(lake, table, entry) if entry is not None else None
+        if select is not None:
+            con.execute(f"create view {target} as {select}")
+        elif entry is not None:  # no partition yet: an empty table of the same columns
+            con.execute(f"create table {target} as select * from {source} limit 0")
+        else:
+            con.execute(f"create table {target} as select * from {source}")
+
+
+def _row_counts(con: duckdb.DuckDBPyConnection, *, views: bool = False) -> dict[str, int]:
     counts = {}
-    for schema, table in con.sql(_TABLES_SQL).fetchall():
-        name = f"{_identifier(schema)}.{_identifier(table)}"
+    for schema, table in con.sql(_TABLES_SQL + (_VIEWS_SQL if views else "")).fetchall():
+        name = f"{sql_identifier(schema)}.{sql_identifier(table)}"
         counts[f"{schema}.{table}"] = con.sql(f"select count(*) from {name}").fetchall()[0][0]
     return counts
 
@@ -83,15 +172,6 @@ def _check_counts(expected: dict[str, int], copied: dict[str, int]) -> None:
     extra = sorted(set(copied) - set(expected))
     if extra:
         raise RuntimeError(f"publish: the copy has tables the source does not: {', '.join(extra)}")
-
-
-def _literal(path: Path) -> str:
-    """A SQL string literal (DuckDB literals have no backslash escapes; only ' needs doubling)."""
-    return "'" + str(path).replace("'", "''") + "'"
-
-
-def _identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
@@ -119,25 +199,3 @@ def _alive(pid: int) -> bool:
 def _remove(tmp: Path) -> None:
     for path in (tmp, tmp.with_name(tmp.name + ".wal")):
         path.unlink(missing_ok=True)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable; best effort (not every platform lets a directory be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

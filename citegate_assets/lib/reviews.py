@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+from citegate_assets.lib.durable import fsync_dir
+
 OUTCOMES = ("accept", "repair", "escalate")
 CAUSES = ("chunking", "truncation", "ranking", "other")
 LOG_NAME = "reviews.jsonl"
@@ -201,7 +203,7 @@ def append_review(folder: Path, review: Review) -> Path:
     try:
         if created:
             os.fchmod(fd, FILE_MODE)  # the umask may have taken more (or, with 0o600 asked, nothing) away
-            _fsync_dir(folder)
+            fsync_dir(folder)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             data = line
@@ -229,7 +231,7 @@ def _ensure_folder(folder: Path) -> None:
             raise
         return  # another writer created it at the same moment
     os.chmod(folder, FOLDER_MODE)  # in case the umask took owner bits away
-    _fsync_dir(folder.parent)
+    fsync_dir(folder.parent)
 
 
 def _open_log(path: Path) -> tuple[int, bool]:
@@ -262,19 +264,6 @@ def _write_all(fd: int, data: bytes) -> None:
         if written <= 0:
             raise OSError(errno.EIO, "os.write wrote nothing")
         view = view[written:]
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the file's own fsync still holds
-    finally:
-        os.close(dfd)
 
 
 # ---------------------------------------------------------------------------------------------------- reading

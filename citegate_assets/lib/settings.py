@@ -17,6 +17,7 @@ Precedence, the same for every setting:
 | reviews      | --reviews   | CITEGATE_REVIEWS   | [queue].reviews      | <warehouse dir>/<stem>.reviews/           |
 | labels       | --labels    | CITEGATE_LABELS    | [calibration].labels | <warehouse dir>/<stem>.labels/            |
 | dagster home |             | DAGSTER_HOME       |                      | <warehouse dir>/dagster_home/             |
+| lake         | --lake      | CITEGATE_LAKE      | [storage].lake       | <warehouse dir>/<stem>.lake/              |
 
 Relative flags and environment values are relative to the current directory; so are the defaults
 (never the installed package). The reviews log, the labels and the Dagster home belong to a
@@ -39,7 +40,7 @@ from pathlib import Path
 
 BUILTIN_CONFIG = "<built-in>"  # as a --config / config_file value: use the built-in defaults, no file
 
-NAMES = ("config", "landing", "warehouse", "published", "reviews", "labels", "dagster_home")
+NAMES = ("config", "landing", "warehouse", "published", "reviews", "labels", "dagster_home", "lake")
 FLAGS = {
     "config": "--config",
     "landing": "--logs",
@@ -48,6 +49,7 @@ FLAGS = {
     "reviews": "--reviews",
     "labels": "--labels",
     "dagster_home": "--dagster-home",
+    "lake": "--lake",
 }
 ENV = {
     "config": "CITEGATE_CONFIG",
@@ -57,8 +59,9 @@ ENV = {
     "reviews": "CITEGATE_REVIEWS",
     "labels": "CITEGATE_LABELS",
     "dagster_home": "DAGSTER_HOME",
+    "lake": "CITEGATE_LAKE",
 }
-CONFIG_KEYS = {"reviews": ("queue", "reviews"), "labels": ("calibration", "labels")}
+CONFIG_KEYS = {"reviews": ("queue", "reviews"), "labels": ("calibration", "labels"), "lake": ("storage", "lake")}
 DEFAULTS = {
     "config": "./citegate.toml",
     "landing": "./data/landing",
@@ -67,6 +70,7 @@ DEFAULTS = {
     "reviews": "<warehouse stem>.reviews/ beside the warehouse",
     "labels": "<warehouse stem>.labels/ beside the warehouse",
     "dagster_home": "dagster_home/ beside the warehouse",
+    "lake": "<warehouse stem>.lake/ beside the warehouse",
 }
 
 
@@ -85,6 +89,7 @@ class Settings:
     reviews: Path
     labels: Path
     dagster_home: Path
+    lake: Path  # the day partitions the published copy's views read (lib/lake.py)
     # name -> (kind, text): kind is flag | env | config | default | demo; text says it for a person
     sources: Mapping[str, tuple[str, str]] = field(default_factory=dict, hash=False)
 
@@ -115,6 +120,7 @@ def resolve(
     reviews: str | os.PathLike | None = None,
     labels: str | os.PathLike | None = None,
     dagster_home: str | os.PathLike | None = None,
+    lake: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike | None = None,
     given_as: str | None = None,
@@ -136,6 +142,7 @@ def resolve(
         reviews=at.beside("reviews", reviews, warehouse=db, config=config_file),
         labels=at.beside("labels", labels, warehouse=db, config=config_file),
         dagster_home=at.beside("dagster_home", dagster_home, warehouse=db, config=config_file),
+        lake=at.beside("lake", lake, warehouse=db, config=config_file),
         sources=at.sources,
     )
 
@@ -235,6 +242,7 @@ class _Resolution:
             "reviews": warehouse.with_name(warehouse.stem + ".reviews"),
             "labels": warehouse.with_name(warehouse.stem + ".labels"),
             "dagster_home": warehouse.parent / "dagster_home",
+            "lake": warehouse.with_name(warehouse.stem + ".lake"),
         }[name]
 
 

@@ -52,7 +52,7 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
-SCHEMA_VERSION = 7  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
+SCHEMA_VERSION = 9  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
 
 
 class SchemaError(RuntimeError):
@@ -170,3 +170,14 @@ def append_frame(con: duckdb.DuckDBPyConnection, table: str, frame) -> None:
         con.execute(f"insert into {table} by name select * from {name}")
     finally:
         con.unregister(name)
+
+
+def sql_literal(value: str | os.PathLike) -> str:
+    """A SQL string literal, for what cannot be a bound parameter (a view's file list, ATTACH's path).
+    DuckDB literals have no backslash escapes: only ' needs doubling."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def sql_identifier(name: str) -> str:
+    """A quoted SQL identifier (a table or column name from code or a catalog, never from a log)."""
+    return '"' + name.replace('"', '""') + '"'

@@ -61,7 +61,10 @@ slow as (
         min(s.body_start + strpos(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), l.span) - 1)
             filter (where strpos(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), l.span) > 0) as body_hit,
         any_value(strpos(substr(p.prompt_normalized, l.context_start + 1, l.context_end - l.context_start), l.span) - 1) as context_hit,
-        any_value(coalesce(strpos(rt.text_normalized, l.span) > 0, false)) as in_chunk_text
+        -- a retrieved text that reached the prompt whole is stored once, as its place in the prompt (schema 9)
+        any_value(coalesce(strpos(coalesce(
+            rt.text_normalized, substr(p.prompt_normalized, rt.prompt_start + 1, rt.prompt_end - rt.prompt_start)
+        ), l.span) > 0, false)) as in_chunk_text
     from located l
     join prompts p on p.request_id = l.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
     left join prompt_sections s

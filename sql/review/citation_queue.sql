@@ -40,7 +40,11 @@ select
     case when f.provenance_reason = 'ok' then 'support' else 'provenance' end as gate,
     coalesce(o.owner, sp.owner) as owner,
     f.claim, f.chunk_id, f.span,
-    coalesce(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start), rt.text_normalized) as passage,
+    coalesce(
+        substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start),
+        rt.text_normalized,
+        substr(p.prompt_normalized, rt.prompt_start + 1, rt.prompt_end - rt.prompt_start)  -- stored once (schema 9)
+    ) as passage,
     case when s.citation_id is not null then 'prompt' when rt.chunk_id is not null then 'retrieved' else 'none' end as passage_source,
     f.provenance_verdict, f.provenance_reason, f.chunk_share_in_prompt,
     f.support_verdict, f.judge_raw_answer, f.judge_model, f.numeric_ok, f.missing_quantities,

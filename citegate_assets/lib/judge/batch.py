@@ -6,10 +6,16 @@ judge's requests (the seed's prompt as one user message, temperature 0, `max_tok
 pair's cache key as `custom_id`; its output lines go through the same strict parser. What is not a verdict is an
 `error` (never a pass, never cached): a failed, expired or cancelled batch, a line missing from the output, a
 line that is not JSON, a request the provider answered with an error, a body that is not a chat completion.
+
+A batch carries a deterministic token in its `metadata` (a hash of the run's days, the judge model, the template
+and the sorted pair keys). Before creating a batch the client lists the provider's batches (paged) and adopts an
+open or completed one with the same token that the warehouse does not know yet: a run killed between the
+provider's create and the warehouse's record pays for that batch once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -25,7 +31,7 @@ from openai.types.chat import ChatCompletion
 from .base import JudgeRequest, JudgeResult
 from .openai_judge import _BEARER, MESSAGE_LIMIT, JudgeSettings, _exc_text, _secrets_of
 from .parse import parse_verdict
-from .prompt import render_prompt
+from .prompt import TEMPLATE_VERSION, render_prompt
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +39,11 @@ ENDPOINT: Final = "/v1/chat/completions"
 # the provider will not change these any more; not_found: our own status for a batch the provider answers 404 for
 TERMINAL = ("completed", "failed", "expired", "cancelled", "not_found")
 PENDING_PREFIX = "batch pending"  # raw_answer of a pair whose batch is still open at the run's deadline
+TOKEN_KEY = "citegate_token"  # the metadata key of a batch's deterministic token
+# statuses of a batch worth adopting: it will be, or has been, answered (failed/expired/cancelled ones are not)
+ADOPTABLE = ("validating", "in_progress", "finalizing", "completed")
+ADOPT_WINDOW_S = 7 * 86400  # batches created longer ago than this are not looked at (the list is newest first)
+LIST_PAGE = 100  # batches per list page (OpenAI's maximum)
 
 
 @dataclass(frozen=True)
@@ -75,10 +86,14 @@ class BatchClient:
         *,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        recorded: Callable[[], Iterable[str]] | None = None,
     ):
         self.settings = settings
         self.batch = batch
         self.model = settings.model
+        # the batch ids the warehouse already holds: never adopted again (a completed one was collected)
+        self._recorded = recorded or (lambda: ())
+        self.adopted: list[str] = []  # batches found by token instead of created, this client's life
         self._sleep = sleep
         self._clock = clock
         self._secrets = _secrets_of(settings)
@@ -111,8 +126,25 @@ class BatchClient:
             },
         }
 
+    def token(self, requests: list[JudgeRequest], metadata: dict[str, str] | None = None) -> str:
+        """The batch's deterministic token: the same days, judge, template and pairs give the same token."""
+        identity = {
+            "metadata": sorted((metadata or {}).items()),
+            "model": self.model,
+            "template": TEMPLATE_VERSION,
+            "keys": sorted(r.key for r in requests),
+        }
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
     def submit(self, requests: list[JudgeRequest], metadata: dict[str, str] | None = None) -> tuple[str, str, str]:
-        """Upload the JSONL and create the batch: (batch_id, input_file_id, status). Raises BatchSubmitError."""
+        """Adopt the unrecorded batch with this token, else upload the JSONL and create the batch:
+        (batch_id, input_file_id, status). Raises BatchSubmitError."""
+        token = self.token(requests, metadata)
+        found = self.find(token)
+        if found is not None:
+            self.adopted.append(found[0])
+            log.info("judge batch: adopted %s, created by an earlier run that did not record it", found[0])
+            return found
         payload = b"".join(
             json.dumps(self.request_line(r), ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
             for r in requests
@@ -126,16 +158,32 @@ class BatchClient:
             raise BatchSubmitError(self._cut(f"upload failed: {_describe(exc)}")) from None
         try:
             # never retried by the SDK: a retry after a lost response could start (and bill) a second batch
-            creator = self._client.with_options(max_retries=0).batches
-            if metadata:
-                created = creator.create(
-                    completion_window="24h", endpoint=ENDPOINT, input_file_id=uploaded.id, metadata=metadata
-                )
-            else:
-                created = creator.create(completion_window="24h", endpoint=ENDPOINT, input_file_id=uploaded.id)
+            created = self._client.with_options(max_retries=0).batches.create(
+                completion_window="24h",
+                endpoint=ENDPOINT,
+                input_file_id=uploaded.id,
+                metadata={**(metadata or {}), TOKEN_KEY: token},
+            )
         except Exception as exc:
             raise BatchSubmitError(self._cut(f"batch create failed: {_describe(exc)}")) from None
         return created.id, uploaded.id, str(created.status)
+
+    def find(self, token: str) -> tuple[str, str, str] | None:
+        """(batch_id, input_file_id, status) of the newest open or completed batch carrying `token` that the
+        warehouse does not hold, from the provider's list (paged, newest first, back ADOPT_WINDOW_S). Raises
+        BatchSubmitError when the list cannot be read: creating blind could pay twice, so this run does not."""
+        known = set(self._recorded())
+        oldest = time.time() - ADOPT_WINDOW_S
+        try:
+            for b in self._client.batches.list(limit=LIST_PAGE):
+                if b.created_at < oldest:
+                    return None
+                metadata = b.metadata or {}
+                if metadata.get(TOKEN_KEY) == token and b.status in ADOPTABLE and b.id not in known:
+                    return b.id, b.input_file_id, str(b.status)
+        except Exception as exc:
+            raise BatchSubmitError(self._cut(f"listing batches failed: {_describe(exc)}")) from None
+        return None
 
     # -- poll --------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge.
 
-With no endpoint the offline judge is citegate-lexical-v2 (lexical.py, learned); `[judge] offline = "heuristic"`
+With no endpoint the offline judge is citegate-lexical-v3 (lexical.py, learned); `[judge] offline = "heuristic"`
 selects the hand-tuned rules of citegate-heuristic-v1 (heuristic.py) instead."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from ..numbers import Quantity, extract_quantities
 from .base import JudgeRequest, JudgeResult, Progress
@@ -282,7 +282,7 @@ def _sentences(text: str) -> list[str]:
     return parts or [text]
 
 
-class _Passage:
+class Passage:
     """A passage split once into sentences, with each sentence's words and content words."""
 
     __slots__ = ("sentences", "words", "seqs", "content", "all_content", "negated", "quantities", "all_quantities")
@@ -299,11 +299,11 @@ class _Passage:
 
 
 @lru_cache(maxsize=4096)
-def _passage(text: str) -> _Passage:
-    return _Passage(text)
+def _passage(text: str) -> Passage:
+    return Passage(text)
 
 
-def _window(p: _Passage, claim: set[str], quantities: list[Quantity]) -> tuple[int, int, float]:
+def _window(p: Passage, claim: set[str], quantities: list[Quantity]) -> tuple[int, int, float]:
     """(start, end, coverage) of the claim's best window: the main sentence (most claim words and
     claim quantities; then most quantities; then earliest), extended by the sentence before it when
     that one supplies at most PRE_CONTEXT_WORDS missing words, as an antecedent does ("The add-on
@@ -510,52 +510,147 @@ def claim_parts(claim: str) -> ClaimParts:
     return ClaimParts(text, words, seq, frozenset(seq), extract_quantities(text))
 
 
-def heuristic_verdict(passage: str, claim: str) -> str:
-    """'yes' | 'partial' | 'no' for one (passage, claim) pair, deterministically and conservatively."""
-    p = _passage(passage)
-    parts = claim_parts(claim)
-    claim, claim_words, claim_seq = parts.text, parts.words, parts.seq
-    claim_content, claim_quantities = set(parts.content), parts.quantities
-    missing = [q for q in claim_quantities if not _present(q, p.all_quantities)]  # missing_quantities, cached
+def content_words(text: str) -> list[str]:
+    """The stemmed content words of a text, in order, as both offline judges compare them."""
+    return _content(_words(text))
 
-    if not claim_content:  # nothing but numbers and stopwords: too thin to judge, never "yes"
-        return "partial" if claim_quantities and not missing else "no"
 
-    overall = len(claim_content & p.all_content) / len(claim_content)
-    if overall < NO_COVERAGE:
+class PairSignals:
+    """One (passage, claim) pair as both offline judges read it: the claim's best window in the passage and what
+    each of the heuristic's checks finds there. A check runs when first read (the heuristic stops at the first
+    failed one), then keeps its answer; `verdict` is the heuristic's answer from these signals."""
+
+    def __init__(self, passage: str, claim: str):
+        self.passage = p = _passage(passage)
+        self.claim = parts = claim_parts(claim)
+        content = set(parts.content)
+        self.missing_quantities = [q for q in parts.quantities if not _present(q, p.all_quantities)]
+        self.overall = len(content & p.all_content) / len(content) if content else 0.0  # share found anywhere
+
+    @cached_property
+    def window(self) -> tuple[int, int, float]:
+        """(start, end, coverage) of the claim's best window (`_window`)."""
+        return _window(self.passage, set(self.claim.content), self.claim.quantities)
+
+    @property
+    def start(self) -> int:
+        """The window is the sentences start..main."""
+        return self.window[0]
+
+    @property
+    def main(self) -> int:
+        return self.window[1] - 1
+
+    @property
+    def coverage(self) -> float:
+        """The share of the claim's content words in the window."""
+        return self.window[2]
+
+    @cached_property
+    def main_text(self) -> str:
+        return self.passage.sentences[self.main]
+
+    @cached_property
+    def window_text(self) -> str:
+        return " ".join(self.passage.sentences[self.start : self.main + 1])
+
+    @cached_property
+    def window_words(self) -> list[str]:
+        return [w for ws in self.passage.words[self.start : self.main + 1] for w in ws]
+
+    @cached_property
+    def missing_here(self) -> list[Quantity]:
+        """Claim quantities not in the main sentence."""
+        return [q for q in self.claim.quantities if not _present(q, self.passage.quantities[self.main])]
+
+    @cached_property
+    def claim_negated(self) -> bool:
+        return any(w in NEGATIONS for w in self.claim.words)
+
+    @cached_property
+    def changed_number(self) -> bool:
+        return _changed_number(self.claim.quantities, self.passage.quantities[self.main])
+
+    @cached_property
+    def negation_mismatch(self) -> bool:
+        return _negation_mismatch(self.claim.words, self.window_words)
+
+    @cached_property
+    def chain(self) -> tuple[int, int]:
+        """(breaks, links) of the claim's words through the main sentence."""
+        return _chain_breaks(self.claim.seq, self.passage.seqs[self.main])
+
+    @cached_property
+    def contrast(self) -> bool:
+        return _contrast(self.passage.words[self.start : self.main + 1], self.claim.words)
+
+    @cached_property
+    def dropped_qualifier(self) -> bool:
+        return _dropped_qualifier(self.window_text, set(self.claim.content))
+
+    @cached_property
+    def dropped_scope(self) -> bool:
+        return _dropped_scope(self.main_text, set(self.claim.content))
+
+    @cached_property
+    def bound_changed(self) -> bool:
+        return _bound_changed(self.claim.text, self.main_text)
+
+    @cached_property
+    def modal_mismatch(self) -> bool:
+        return _modals(self.claim.words) != _modals(self.passage.words[self.main])
+
+    @cached_property
+    def dropped_restrictor(self) -> bool:
+        return _dropped_restrictor(self.window_words, self.claim.words)
+
+    @cached_property
+    def unanchored_quantity(self) -> bool:
+        return _unanchored_quantity(self.claim.text, self.main_text)
+
+    @cached_property
+    def verdict(self) -> str:
+        return _verdict(self)
+
+
+def pair_signals(passage: str, claim: str) -> PairSignals:
+    """Read one pair once: the shared preparation of the heuristic and the learned judge (lexical.py)."""
+    return PairSignals(passage, claim)
+
+
+def _verdict(s: PairSignals) -> str:
+    p, parts = s.passage, s.claim
+    if not parts.content:  # nothing but numbers and stopwords: too thin to judge, never "yes"
+        return "partial" if parts.quantities and not s.missing_quantities else "no"
+    if s.overall < NO_COVERAGE:
         return "no"
-
-    start, end, coverage = _window(p, claim_content, claim_quantities)
-    main = end - 1
-    main_text = p.sentences[main]
-    window_text = " ".join(p.sentences[start:end])
-    claim_negated = any(w in NEGATIONS for w in claim_words)
-    missing_here = [q for q in claim_quantities if not _present(q, p.quantities[main])]
-    window_words = [w for ws in p.words[start:end] for w in ws]
-    breaks, links = _chain_breaks(claim_seq, p.seqs[main])
-
     # Contradiction: the sentence that matches the claim best says the opposite or another number.
-    if coverage >= CONTRADICTION_COVERAGE and (
-        claim_negated != p.negated[main] or (missing_here and _changed_number(claim_quantities, p.quantities[main]))
+    if s.coverage >= CONTRADICTION_COVERAGE and (
+        s.claim_negated != p.negated[s.main] or (s.missing_here and s.changed_number)
     ):
         return "no"
     if (
-        coverage >= YES_COVERAGE
-        and len(claim_content) >= MIN_CONTENT
-        and not missing
-        and not missing_here
-        and not _negation_mismatch(claim_words, window_words)
-        and breaks <= links // LINKS_PER_BREAK
-        and not _contrast(p.words[start:end], claim_words)
-        and not _dropped_qualifier(window_text, claim_content)
-        and not _dropped_scope(main_text, claim_content)
-        and not _bound_changed(claim, main_text)
-        and _modals(claim_words) == _modals(p.words[main])
-        and not _dropped_restrictor(window_words, claim_words)
-        and not _unanchored_quantity(claim, main_text)
+        s.coverage >= YES_COVERAGE
+        and len(parts.content) >= MIN_CONTENT
+        and not s.missing_quantities
+        and not s.missing_here
+        and not s.negation_mismatch
+        and s.chain[0] <= s.chain[1] // LINKS_PER_BREAK
+        and not s.contrast
+        and not s.dropped_qualifier
+        and not s.dropped_scope
+        and not s.bound_changed
+        and not s.modal_mismatch
+        and not s.dropped_restrictor
+        and not s.unanchored_quantity
     ):
         return "yes"
     return "partial"
+
+
+def heuristic_verdict(passage: str, claim: str) -> str:
+    """'yes' | 'partial' | 'no' for one (passage, claim) pair, deterministically and conservatively."""
+    return pair_signals(passage, claim).verdict
 
 
 class HeuristicJudge:

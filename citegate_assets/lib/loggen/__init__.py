@@ -11,7 +11,8 @@ order, so the same arguments give byte-identical files (gzip members carry mtime
 Modules, each importing only those before it: vocabulary (reasons, surfaces, template headers),
 sentences and slots (the text bank and its filling), corpus, retrieval (what made it into a prompt),
 citations (citations and claims), rendering (the logged prompt), request (one record), malformed
-(bad lines), generator (files, truth, summary).
+(bad lines), demo_labels (hand labels drawn from the truth, for the demo's calibration), generator (files,
+truth, labels, summary).
 """
 
 from .generator import LOG_FORMAT, generate_logs

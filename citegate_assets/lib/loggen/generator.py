@@ -15,6 +15,7 @@ from random import Random
 from typing import Any, TextIO
 
 from .corpus import Corpus, build_corpus
+from .demo_labels import DEFAULT_COUNT, Candidate, candidates, sample_labels, write_labels
 from .malformed import MALFORMED_KINDS, malformed_line, plan_malformed
 from .request import Request, build_request, json_line
 from .vocabulary import CLAIM_KINDS, REASONS, SURFACES
@@ -84,6 +85,7 @@ def _write_day(
     inputs: _RunInputs,
     plan: dict[int, list[str]],
     tally: _Tally,
+    label_pool: list[Candidate] | None = None,
 ) -> None:
     times = sorted(rng.randrange(86_400_000) for _ in range(inputs.requests_per_day))
     stamp = day.strftime("%Y%m%d")
@@ -109,6 +111,8 @@ def _write_day(
         line_no += 1
         recent.append((line, req.record))
         _count(tally, req)
+        if label_pool is not None:
+            label_pool.extend(candidates(req.record, req.cites))
         if truth is not None:
             for pos, cite in enumerate(req.cites):
                 truth.write(
@@ -144,12 +148,12 @@ def _count(tally: _Tally, req: Request) -> None:
         tally.claims[cite.claim_kind] += 1
 
 
-def _truth_location(out_dir: Path, truth_path: str | Path | None) -> Path | None:
+def _truth_location(out_dir: Path, truth_path: str | Path | None, name: str = "truth_path") -> Path | None:
     if truth_path is None:
         return None
     truth = Path(truth_path).resolve()
     if out_dir.resolve() in truth.parents:
-        raise ValueError(f"truth_path {truth} is inside out_dir {out_dir}; the ingest would read it as a log")
+        raise ValueError(f"{name} {truth} is inside out_dir {out_dir}; the ingest would read it as a log")
     return truth
 
 
@@ -164,6 +168,8 @@ def generate_logs(
     malformed: bool = True,
     prompt_kb: int | None = None,
     templates_in_records: bool = False,
+    labels_path: str | Path | None = None,
+    labels_count: int = DEFAULT_COUNT,
 ) -> dict[str, Any]:
     """Write `days` daily citegate-log/1 files into out_dir: YYYY-MM-DD.jsonl, every 4th day .jsonl.gz.
 
@@ -178,6 +184,9 @@ def generate_logs(
     must for a team that configures nothing. `templates_in_records` makes about half of them name it,
     to exercise the named profiles through the record field too.
 
+    `labels_path` (outside out_dir) receives hand labels drawn from the logs' truth (lib/loggen/demo_labels.py):
+    a seeded sample of `labels_count` citations that pass provenance, half faithful (yes), half not (no).
+
     Returns a summary: files written, record/citation/malformed counts, expected reasons and
     claim kinds, records per surface, and the average prompt size in bytes.
     """
@@ -186,6 +195,8 @@ def generate_logs(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     truth_file = _truth_location(out, truth_path)
+    labels_file = _truth_location(out, labels_path, "labels_path")
+    label_pool: list[Candidate] | None = [] if labels_file else None
     start = date.fromisoformat(start_date)
     corpus = build_corpus(Random(f"citegate:{seed}:corpus"), prompt_kb)
     plan = plan_malformed(Random(f"citegate:{seed}:malformed"), days, requests_per_day) if malformed else {}
@@ -198,12 +209,19 @@ def generate_logs(
             name = f"{day.isoformat()}.jsonl" + (".gz" if gz else "")
             with _open_day(out / name, gz) as fh:
                 # one RNG per (seed, day): a day's file does not depend on how the others were made
-                _write_day(fh, truth, name, day, Random(f"citegate:{seed}:day:{d}"), inputs, plan.get(d, {}), tally)
+                _write_day(
+                    fh, truth, name, day, Random(f"citegate:{seed}:day:{d}"), inputs, plan.get(d, {}), tally, label_pool
+                )
             tally.files.append(name)
+    labels = sample_labels(label_pool, labels_count, seed) if label_pool is not None else []
+    if labels_file is not None:
+        write_labels(labels_file, labels)
     return {
         "format": LOG_FORMAT,
         "out_dir": str(out),
         "truth_path": str(truth_file) if truth_file else None,
+        "labels_path": str(labels_file) if labels_file else None,
+        "labels": {v: sum(1 for r in labels if r["label"] == v) for v in ("yes", "no")},
         "files": tally.files,
         "records": tally.records,
         "citations": tally.citations,

@@ -1,0 +1,170 @@
+"""Who is reviewing: the signed session cookie, and the three ways a reviewer's name is known.
+
+- ``local``: the page asks the name once and keeps it in the session cookie (one person on their own machine).
+- ``proxy``: a trusted reverse proxy authenticates and sets a header (``--auth-header``, default
+  X-Forwarded-User); citegate trusts it, so the port must be reachable by the proxy only.
+- ``tokens``: a file of ``NAME TOKEN`` lines (``--tokens``); a reviewer sends ``Authorization: Bearer TOKEN`` or
+  pastes the token once into the sign-in page, and the session holds its fingerprint (removing the line from the
+  file signs that reviewer out at the next request).
+
+The cookie is ``payload.signature``: the payload is base64url JSON, the signature HMAC-SHA256 under a secret kept
+in a 0600 file beside the reviews log (generated on first start). Standard library only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+MODES = ("local", "proxy", "tokens")
+DEFAULT_PROXY_HEADER = "X-Forwarded-User"
+COOKIE = "citegate_review_session"
+SECRET_BYTES = 32
+MIN_TOKEN_CHARS = 24
+MAX_NAME_CHARS = 100
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class AuthError(ValueError):
+    """A bad secret or tokens file; the message names the file (and line)."""
+
+
+def secret_path(reviews: Path) -> Path:
+    """The signing secret's file: beside the reviews log folder, never inside it (the pipeline reads that)."""
+    return reviews.with_name(reviews.name + ".web-secret")
+
+
+def load_secret(path: Path) -> bytes:
+    """The secret in `path`, generated (0600, created exclusively) when missing; a file others can read is refused."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(SECRET_BYTES) + "\n")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise AuthError(f"{path}: the review page's signing secret is readable by others (mode {mode:o}); chmod 600 it")
+    text = path.read_text(encoding="ascii").strip()
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise AuthError(f"{path}: not a review-page secret (64 hex digits); delete it to have a new one generated")
+    return bytes.fromhex(text)
+
+
+def clean_name(value: str | None) -> str | None:
+    """A reviewer name as it is recorded: stripped, 1..100 characters, no control characters; else None."""
+    if value is None:
+        return None
+    name = value.strip()
+    if not name or len(name) > MAX_NAME_CHARS or _CONTROL.search(name):
+        return None
+    return name
+
+
+@dataclass(frozen=True)
+class Session:
+    sid: str  # random, names the browser session; the CSRF token is bound to it
+    reviewer: str | None = None  # local mode: the name asked once
+    token: str | None = None  # tokens mode: the fingerprint of the token signed in with
+
+
+class Signer:
+    def __init__(self, secret: bytes) -> None:
+        self.secret = secret
+
+    def sign(self, purpose: str, text: str) -> str:
+        return hmac.new(self.secret, f"{purpose}\n{text}".encode(), hashlib.sha256).hexdigest()
+
+    def dump(self, session: Session) -> str:
+        payload = json.dumps({"sid": session.sid, "reviewer": session.reviewer, "token": session.token})
+        body = base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+        return f"{body}.{self.sign('session', body)}"
+
+    def load(self, cookie: str | None) -> Session | None:
+        """The session in a cookie, or None when it is missing, malformed or its signature does not match."""
+        if not cookie or cookie.count(".") != 1:
+            return None
+        body, signature = cookie.split(".")
+        if not hmac.compare_digest(signature.encode(), self.sign("session", body).encode()):  # bytes: any text
+            return None
+        try:
+            record = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("sid"), str):
+            return None
+        reviewer, token = record.get("reviewer"), record.get("token")
+        return Session(
+            record["sid"], reviewer if isinstance(reviewer, str) else None, token if isinstance(token, str) else None
+        )
+
+
+def new_session(reviewer: str | None = None, token: str | None = None) -> Session:
+    return Session(secrets.token_hex(16), reviewer, token)
+
+
+def fingerprint(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+class TokenFile:
+    """Reviewer tokens: ``NAME TOKEN`` per line (``#`` comments, blank lines ignored), re-read when it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._by_fingerprint: dict[str, str] = {}
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            raise AuthError(f"{self.path}: tokens file not found") from None
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            raise AuthError(f"{self.path}: the tokens file is readable by others; chmod 600 it")
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp == self._stamp:
+            return
+        by_fingerprint: dict[str, str] = {}
+        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            name, _, token = text.rpartition(" ")
+            reviewer = clean_name(name)
+            if reviewer is None:
+                raise AuthError(f"{self.path}:{n}: expected `NAME TOKEN` (a reviewer name, a space, a token)")
+            if len(token) < MIN_TOKEN_CHARS or not re.fullmatch(r"[A-Za-z0-9_\-.~+/=]+", token):
+                raise AuthError(
+                    f"{self.path}:{n}: the token of {reviewer!r} is too short or holds other characters "
+                    f"(at least {MIN_TOKEN_CHARS}; make one with "
+                    "`python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+                )
+            key = fingerprint(token)
+            if key in by_fingerprint:
+                raise AuthError(f"{self.path}:{n}: this token is also {by_fingerprint[key]!r}'s; give each their own")
+            by_fingerprint[key] = reviewer
+        self._by_fingerprint, self._stamp = by_fingerprint, stamp
+
+    def reviewer_for(self, fingerprint_: str | None) -> str | None:
+        if fingerprint_ is None:
+            return None
+        with self._lock:
+            self._load()
+            for known, reviewer in self._by_fingerprint.items():
+                if hmac.compare_digest(known, fingerprint_):
+                    return reviewer
+        return None

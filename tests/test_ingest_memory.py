@@ -1,0 +1,57 @@
+"""Ingest memory stays flat as files grow: DuckDB's pool is bounded while ingest runs, and a line as long as
+[ingest].max_line_bytes allows still lands under that bound."""
+
+import json
+
+from citegate_assets.lib.ingest import INGEST_MEMORY_LIMIT_BYTES, ingest_landing
+
+from .helpers import scenario_record, write_jsonl
+
+
+def memory_limit(con) -> str:
+    [(limit,)] = con.sql("select current_setting('memory_limit')").fetchall()
+    return limit
+
+
+def test_the_memory_bound_holds_during_ingest_and_is_put_back(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text", request_id=f"req-{i}") for i in range(5)])
+    before = memory_limit(con)
+    during: list[str] = []
+    summary = ingest_landing(con, landing, config, batch_lines=2, progress=lambda *_: during.append(memory_limit(con)))
+    assert summary.records_ingested == 5
+    assert during and set(during) == {f"{INGEST_MEMORY_LIMIT_BYTES / 2**20:.1f} MiB"}
+    assert memory_limit(con) == before
+    assert con.sql("select count(*) from prompts").fetchall() == [(5,)]
+
+
+def test_the_memory_bound_is_put_back_when_the_warehouse_cannot_be_written(con, landing, config):
+    write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text", request_id="req-1")])
+    before = memory_limit(con)
+    con.execute("drop table prompt_conflicts")  # the batch's insert fails inside the bounded block
+    try:
+        ingest_landing(con, landing, config)
+    except Exception as exc:  # noqa: BLE001 — any failure: the bound must not outlive the run
+        assert "prompt_conflicts" in str(exc)
+    else:
+        raise AssertionError("the insert into a dropped table did not fail")
+    assert memory_limit(con) == before
+
+
+def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):
+    """A 12 MB chunk, in the prompt and retrieved (a 25 MB line): its batch gets room for it, then the bound is back."""
+    record = scenario_record("plain-list", "text", request_id="req-long")
+    chunk = " ".join(f"word{i % 9973} costs {i} units." for i in range(600_000))[: 12 * 2**20]
+    old = record["retrieved"][0]["text"]
+    record["prompt"] = record["prompt"].replace(old.replace("\n", " "), chunk)
+    assert chunk in record["prompt"]
+    record["retrieved"][0]["text"] = chunk
+    (landing / "a.jsonl").write_text(json.dumps(record) + "\n")
+    summary = ingest_landing(con, landing, config)
+    assert (summary.records_ingested, summary.records_rejected) == (1, 0)
+    [(prompt_chars, truncated, in_prompt, text_chars)] = con.sql(
+        "select strlen(p.prompt_raw), s.truncated, r.in_prompt, strlen(r.text) from prompts p "
+        "join prompt_sections s using (request_id) join retrievals r on r.request_id = s.request_id "
+        "and r.chunk_id = s.chunk_id where s.chunk_id = 'kb-1#c1'"
+    ).fetchall()
+    assert prompt_chars > len(chunk) and text_chars == len(chunk)
+    assert (truncated, in_prompt) == (False, True)
