@@ -111,20 +111,11 @@ def estimate(
     surfaces = None
     rows = []
     for model, offline in models.items():
-        keys = [_key(model, p, c) for p, c in zip(distinct["passage_sha256"], distinct["claim_sha256"])]
-        cached = _cached(con, keys)
-        fresh = distinct.filter(pl.Series([k not in cached for k in keys], dtype=pl.Boolean))
+        cached, fresh = _uncached(con, distinct, model)
         calls = fresh.height
         prompt = int(fresh["prompt_tokens"].sum()) if calls else 0
         completion = calls * int(judge.max_tokens)
-        price = judge.prices.get(model)
-        online = (
-            0.0
-            if offline
-            else None
-            if price is None
-            else (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
-        )
+        online = _cost(config, model, offline, prompt, completion)
         modes = [("offline", online)] if offline else [("online", online)]
         if not offline:
             modes.append(("batch", None if online is None else online * float(judge.batch_discount)))
@@ -173,20 +164,11 @@ def _secondary_row(
     rate = float(judge.secondary.sample_rate)
     in_sample = pl.Series([agreement_key(c) < rate for c in chosen["citation_id"]], dtype=pl.Boolean)
     sampled = chosen.filter(in_sample).unique(["passage_sha256", "claim_sha256"], keep="first", maintain_order=True)
-    keys = [_key(model, p, c) for p, c in zip(sampled["passage_sha256"], sampled["claim_sha256"])]
-    cached = _cached(con, keys)
-    fresh = sampled.filter(pl.Series([k not in cached for k in keys], dtype=pl.Boolean))
+    _, fresh = _uncached(con, sampled, model)
     calls = fresh.height
     prompt = sum(prompt_tokens(p, c) for p, c in zip(fresh["passage_chars"], fresh["claim_chars"]))
     completion = calls * int(judge.max_tokens)
-    price = judge.prices.get(model)
-    cost = (
-        0.0
-        if offline
-        else None
-        if price is None
-        else (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
-    )
+    cost = _cost(config, model, offline, prompt, completion)
     return {
         "judge_model": model,
         "mode": "secondary",
@@ -197,6 +179,23 @@ def _secondary_row(
         "completion_tokens": completion,
         "cost_usd": None if cost is None else round(cost, 4),
     }
+
+
+def _uncached(con: duckdb.DuckDBPyConnection, pairs: pl.DataFrame, model: str) -> tuple[set[str], pl.DataFrame]:
+    """The cache keys of `pairs` already in judge_cache for `model`, and the pairs that would be called."""
+    keys = [_key(model, p, c) for p, c in zip(pairs["passage_sha256"], pairs["claim_sha256"])]
+    cached = _cached(con, keys)
+    return cached, pairs.filter(pl.Series([k not in cached for k in keys], dtype=pl.Boolean))
+
+
+def _cost(config: Config, model: str, offline: bool, prompt: int, completion: int) -> float | None:
+    """USD at the model's [judge.prices] (None when unpriced); an offline judge costs nothing."""
+    price = config.judge.prices.get(model)
+    if offline:
+        return 0.0
+    if price is None:
+        return None
+    return (prompt * float(price["input"]) + completion * float(price["output"])) / 1e6
 
 
 def _cached(con: duckdb.DuckDBPyConnection, keys: list[str]) -> set[str]:

@@ -208,6 +208,10 @@ def next_steps(prog: str, warehouse_flag: str, published: Path, example_query: P
             "the review queue, grouped by reason; then `citegate review ID accept|repair|escalate`",
         ),
         (
+            f"{prog} serve{warehouse_flag}",
+            "the same queue as a web page on http://127.0.0.1:8080, decided with the keyboard",
+        ),
+        (
             f"{prog} metrics{warehouse_flag}",
             "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows",
         ),
