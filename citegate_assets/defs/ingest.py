@@ -6,13 +6,14 @@ import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.ingest import ingest_landing
+from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import utc_now
 from citegate_assets.lib.warehouse import query, run_script
 
 from .asset_defaults import DAILY, DUCKDB_POOL
-from .partitions import partition_days, row_count_metadata
+from .partitions import partition_days, row_count_metadata, run_days
 from .resources import CitegateConfigResource, LandingResource, WarehouseResource
 
 prompt_log = dg.AssetSpec(
@@ -121,25 +122,34 @@ def ingest_prompt_log(
     asset="prompts",
     blocking=True,
     pool=DUCKDB_POOL,
-    description="Every stored prompt still hashes to the sha256 recorded when it was ingested, and the number of "
-    "stored prompts never goes down (the prompt log is immutable).",
+    description="Every stored prompt still hashes to the sha256 recorded when it was ingested (the run's days every "
+    "night, older days in a weekly rotation), and the number of stored prompts never goes down (the prompt log is "
+    "immutable).",
 )
-def prompts_match_their_sha256(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def prompts_match_their_sha256(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
     # read-only, like every check: ingest_prompt_log records the count after each ingest
     with warehouse.connect() as con:
-        tampered = query(con, "metric_tables/check_prompt_hashes").pl()
+        stored_days = dict(query(con, "ingest/prompt_days").fetchall())
+        days = days_to_verify(stored_days, run_days(context), utc_now().date())
+        tampered = query(con, "ingest/check_prompt_hashes", {"days": days}).pl()
         [(stored, most)] = query(con, "ingest/prompt_count").fetchall()
     ids = tampered["request_id"].to_list()
+    hashed = sum(stored_days[d] for d in days)
     problems = []
     if ids:
         problems.append(f"{len(ids)} stored prompts no longer match their sha256: {', '.join(ids[:20])}")
     if stored < most:
         problems.append(f"stored prompts went down from {most} to {stored}: rows were deleted from the prompt log")
+    verified = f"{hashed} prompts of {len(days)} days re-hashed ({stored} stored; all within {ROTATION_DAYS} nights)"
     return dg.AssetCheckResult(
         passed=not problems,
-        description="; ".join(problems) if problems else f"{stored} prompts verified",
+        description="; ".join(problems) if problems else verified,
         metadata={
-            "prompts_checked": stored,
+            "prompts_checked": hashed,
+            "days_checked": len(days),
+            "prompts_stored": stored,
             "most_ever_stored": most,
             "mismatched": len(ids),
             "request_ids": dg.MetadataValue.md(markdown_table(tampered)),

@@ -3,7 +3,6 @@ honest, and the published warehouse for the data team (README "Weekly metrics" a
 sections 9-10)."""
 
 from collections.abc import Iterator
-from datetime import date, timedelta
 
 import dagster as dg
 import polars as pl
@@ -16,6 +15,7 @@ from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
 from .asset_defaults import DUCKDB_POOL
+from .partitions import run_days
 from .resources import CitegateConfigResource, WarehouseResource
 
 LOCK_CHECK = "definitions_match_lock"
@@ -304,15 +304,3 @@ def published_warehouse(
             "files_removed": facts["removed"],
         }
     )
-
-
-def run_days(context: dg.AssetExecutionContext) -> list[date]:
-    """The days the run materialized, from its partition tags (a single-run range or one partition); none
-    for an unpartitioned run (then only what changed is recomputed and written)."""
-    tags = context.run.tags
-    start = tags.get("dagster/asset_partition_range_start") or tags.get("dagster/partition")
-    end = tags.get("dagster/asset_partition_range_end") or start
-    if not start or not end:
-        return []
-    first, last = date.fromisoformat(start), date.fromisoformat(end)
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]

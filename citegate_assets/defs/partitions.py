@@ -65,3 +65,15 @@ def row_count_metadata(start: date, end: date, total: int, by_day: dict | None =
         lines = ["| day | rows |", "|---|---|"] + [f"| {d} | {n} |" for d, n in sorted(by_day.items())]
         meta["rows_by_day"] = dg.MetadataValue.md("\n".join(lines))
     return meta
+
+
+def run_days(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> list[date]:
+    """The days the run materialized, from its partition tags (a single-run range or one partition); none
+    for an unpartitioned run (then only what changed is recomputed and written)."""
+    tags = context.run.tags
+    start = tags.get("dagster/asset_partition_range_start") or tags.get("dagster/partition")
+    end = tags.get("dagster/asset_partition_range_end") or start
+    if not start or not end:
+        return []
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
