@@ -50,27 +50,34 @@ def base_run(work: Path) -> Path:
 
 
 def inflate(published: Path, target: Path, entries: int) -> int:
-    """A copy of the published warehouse whose queue holds `entries` rows; returns the count."""
+    """A copy of the published warehouse whose queue holds `entries` rows; returns the count. The queue is a view
+    over one Parquet file, as the published copy reads its lake partitions (lib/lake.py)."""
     import duckdb
 
+    from citegate_assets.lib.warehouse import sql_literal
+
     shutil.copy(published, target)
+    queue_file = target.with_name(target.stem + ".citation_queue.parquet")
     con = duckdb.connect(str(target))
     try:
         [(have,)] = con.sql("select count(*) from citation_queue").fetchall()
         copies = -(-entries // have)
         con.execute(
+            f"""
+            copy (
+                select * replace (
+                           citation_id || '~' || lpad(c::varchar, 4, '0') as citation_id,
+                           case when c % 3 = 1 then 'accepted' else status end as status
+                       )
+                from citation_queue, range({int(copies)}) t(c)
+                order by c, citation_id
+                limit {int(entries)}
+            ) to {sql_literal(queue_file)} (format parquet)
             """
-            create or replace table citation_queue as
-            select * replace (
-                       citation_id || '~' || lpad(c::varchar, 4, '0') as citation_id,
-                       case when c % 3 = 1 then 'accepted' else status end as status
-                   )
-            from citation_queue, range($copies) t(c)
-            order by c, citation_id
-            limit $entries
-            """,
-            {"copies": copies, "entries": entries},
         )
+        con.execute("drop view if exists citation_queue")
+        con.execute("drop table if exists citation_queue")
+        con.execute(f"create view citation_queue as select * from read_parquet({sql_literal(queue_file)})")
         [(count,)] = con.sql("select count(*) from citation_queue").fetchall()
     finally:
         con.close()
