@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -37,3 +38,24 @@ class Judge(Protocol):
     def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
         """One result per request, in the same order."""
         ...
+
+
+def judge_in_process(
+    requests: list[JudgeRequest], verdict_of: Callable[[str, str], str], progress: Progress | None = None
+) -> list[JudgeResult]:
+    """An offline judge's pass over the pairs: verdict_of(passage, claim) per pair, timed; a pair that raises is
+    an `error` verdict (never a pass), and the others are still judged."""
+    results: list[JudgeResult] = []
+    total = len(requests)
+    for i, req in enumerate(requests, 1):
+        started = time.perf_counter()
+        try:
+            verdict = verdict_of(req.passage, req.claim)
+            result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
+        except Exception as exc:  # a judge never raises for one bad pair
+            result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
+        result.latency_ms = (time.perf_counter() - started) * 1000.0
+        results.append(result)
+        if progress is not None:
+            progress(i, total)
+    return results

@@ -44,12 +44,11 @@ Measured figures are in tests/test_heuristic_judge.py.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from ..numbers import Quantity, extract_quantities
-from .base import JudgeRequest, JudgeResult, Progress
+from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
 
 HEURISTIC_MODEL = "citegate-heuristic-v1"
 
@@ -659,17 +658,4 @@ class HeuristicJudge:
     model = HEURISTIC_MODEL
 
     def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
-        results: list[JudgeResult] = []
-        total = len(requests)
-        for i, req in enumerate(requests, 1):
-            started = time.perf_counter()
-            try:
-                verdict = heuristic_verdict(req.passage, req.claim)
-                result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
-            except Exception as exc:  # a judge never raises for one bad pair
-                result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
-            result.latency_ms = (time.perf_counter() - started) * 1000.0
-            results.append(result)
-            if progress is not None:
-                progress(i, total)
-        return results
+        return judge_in_process(requests, heuristic_verdict, progress)

@@ -44,12 +44,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from .base import JudgeRequest, JudgeResult, Progress
+from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
 from .heuristic import content_words, pair_signals
 
 LEXICAL_MODEL = "citegate-lexical-v3"
@@ -344,17 +343,6 @@ class LexicalJudge:
         self.model = self.weights.model
 
     def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
-        results: list[JudgeResult] = []
-        total = len(requests)
-        for i, req in enumerate(requests, 1):
-            started = time.perf_counter()
-            try:
-                verdict = lexical_verdict(req.passage, req.claim, self.weights)
-                result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
-            except Exception as exc:  # a judge never raises for one bad pair
-                result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
-            result.latency_ms = (time.perf_counter() - started) * 1000.0
-            results.append(result)
-            if progress is not None:
-                progress(i, total)
-        return results
+        return judge_in_process(
+            requests, lambda passage, claim: lexical_verdict(passage, claim, self.weights), progress
+        )
