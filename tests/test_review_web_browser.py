@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import pytest
 from selenium import webdriver  # the `test` extra pins it: a missing selenium fails, never skips
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -67,7 +67,8 @@ def keys(driver, *sequence: str) -> None:
 
 
 def wait_for_new_entry(driver, old_id: str) -> None:
-    WebDriverWait(driver, 10).until(
+    # the old page's element goes stale if the navigation lands between finding it and reading it: look again
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: d.find_elements(By.ID, "citation-id") and d.find_element(By.ID, "citation-id").text != old_id
     )
 
