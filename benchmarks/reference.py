@@ -24,7 +24,7 @@ def reference_reason(prompt: str, encoding: str, profile, retrieved: dict[str, s
         return "fabricated_id" if chunk_id not in retrieved else "dropped_before_prompt"
     full = norm_chunks.get(chunk_id)
     truncated = all(full is not None and len(b) < len(full) and full.startswith(b) for b in cited)
-    if not any(norm_span in b for b in cited) and truncated and norm_span in full:
+    if not any(norm_span in b for b in cited) and truncated and full is not None and norm_span in full:
         return "span_truncated"
     if norm_span not in prompt_n:
         return "span_missing"

@@ -4,6 +4,7 @@ Prints one JSON line with the figures."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import resource
 import sys
@@ -21,19 +22,27 @@ def ingest(args: dict) -> dict:
     from citegate_assets.lib.ingest import ingest_landing
     from citegate_assets.lib.warehouse import connect, ensure_schema
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), os.times()
     with connect(args["warehouse"]) as con:
         ensure_schema(con)
-        summary = ingest_landing(con, args["landing"], load_config(args.get("config")))
-        seconds = time.perf_counter() - t0
+        # workers: parse processes (absent: [ingest] workers of the config, auto = one per core)
+        summary = ingest_landing(con, args["landing"], load_config(args.get("config")), workers=args.get("workers"))
+        seconds, cpu = time.perf_counter() - t0, os.times()
         [(prompt_bytes,)] = con.sql("select sum(strlen(prompt_raw)) from prompts").fetchall()
     return {
         "seconds": seconds,
+        # CPU seconds of this process (all its threads: the DuckDB writer's included) and of its parse workers:
+        # on shared cores they are steadier than wall time
+        "cpu_s": cpu.user + cpu.system - cpu0.user - cpu0.system,
+        "workers_cpu_s": cpu.children_user + cpu.children_system - cpu0.children_user - cpu0.children_system,
+        "workers": args.get("workers"),
         "records": summary.records_ingested,
         "raw_prompt_mb": prompt_bytes / 1e6,
         "line_mb": summary.bytes_read / 1e6,
         "prompt_mb_per_s": prompt_bytes / 1e6 / seconds,
         "peak_rss_mb": peak_rss_mb(),
+        # the largest parse worker's peak (0 when none was spawned): each is a process of its own
+        "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
 
 

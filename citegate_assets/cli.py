@@ -1,5 +1,5 @@
 """The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import,
-estimate, serve.
+estimate, serve, forget.
 
 Argument parsing and dispatch only: an option that several commands take is declared once, in OPTIONS,
 and added to each of them; the reports are rendered by lib/report_view.py, lib/metrics_view.py and lib/queue_view.py,
@@ -47,7 +47,8 @@ _PATH_HELP = {
     "labels": "hand labels, a file or a folder; demo draws labels from its generated logs' truth when "
     "no flag, variable or config file names them",
     "dagster_home": "Dagster instance folder",
-    "lake": "the day-partitioned Parquet tables the published copy's views read (run writes them)",
+    "lake": "the day-partitioned Parquet tables the published copy's views read (run writes them): a folder, "
+    "or s3://bucket/prefix (docs/object-storage.md)",
 }
 
 
@@ -216,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="if another run holds the warehouse, wait up to this many seconds (default: stop at once)",
     )
+    run.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        help="processes for ingest's parsing and the offline judge (default: [ingest] and [judge] workers of "
+        "citegate.toml, 0 = one per core, at most 4)",
+    )
     run.set_defaults(func=cmd_run)
 
     cal = sub.add_parser(
@@ -230,6 +238,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="Dagster's console log level (default WARNING: warnings and errors only)",
     )
     cal.set_defaults(func=cmd_calibrate)
+
+    forget = sub.add_parser(
+        "forget",
+        help="remove requests' prompt, chunk and answer text everywhere citegate holds it, published copy and "
+        "lake included, leaving an audit row (docs/retention.md)",
+    )
+    forget.add_argument("--request-id", nargs="+", required=True, dest="request_ids", metavar="ID", help="request ids")
+    forget.add_argument(
+        "--why", default=None, dest="why", help="the reason, recorded in the audit row (forgotten_requests)"
+    )
+    forget.add_argument("--by", default=None, help="who asked, recorded in the audit row (default: $USER)")
+    _add(forget, "warehouse", "config", "published", "lake")
+    forget.set_defaults(func=cmd_forget)
 
     queue = sub.add_parser(
         "queue", help="the review queue, grouped by reason (`citegate queue show CITATION_ID` for one entry)"
@@ -457,7 +478,25 @@ def cmd_gen_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    return _run(_settings(args), args.start, args.end, quiet=args.quiet, wait_s=args.wait, final=args.final)
+    return _run(
+        _settings(args),
+        args.start,
+        args.end,
+        quiet=args.quiet,
+        wait_s=args.wait,
+        final=args.final,
+        workers=args.workers,
+    )
+
+
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--workers {text}: expected a whole number >= 1")
+    return n
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -512,6 +551,7 @@ def _run(
     quiet: bool,
     wait_s: float = 0.0,
     final: bool = False,
+    workers: int | None = None,
 ) -> int:
     _hide_dagster_warnings()  # before anything imports the definitions
     from citegate_assets.lib.report_view import run_failure, summarize
@@ -536,6 +576,7 @@ def _run(
         wait_s=wait_s,
         on_wait=lambda holder: print(safe(f"waiting for the run that holds {warehouse} ({holder}) …"), flush=True),
         final=final,
+        workers=workers,
     )
     elapsed = time.monotonic() - t0
     if not result.success:
@@ -589,6 +630,44 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from citegate_assets.lib.forget import forget, forgetter
+    from citegate_assets.lib.timestamps import utc_now
+
+    settings = _settings(args)
+    _load_config(settings)
+    print(safe("\n".join(settings.describe()), newlines=True))
+    result = forget(
+        settings.warehouse,
+        settings.published,
+        settings.lake,
+        args.request_ids,
+        by=forgetter(args.by),
+        reason=args.why,
+        now=utc_now(),
+    )
+    for request_id, rows in result.forgotten.items():
+        touched = ", ".join(f"{table} {n}" for table, n in rows.items() if n) or "no text left"
+        print(f"forgotten {ident(request_id)}: {touched}")
+    for pointer in result.pointers:
+        where_from = "the reviews log" if pointer.what == "review" else "the landing folder (the producer's)"
+        print(
+            f"  still in {where_from}: {safe(pointer.file)} line {pointer.line} ({pointer.what} of "
+            f"{ident(pointer.request_id)}): remove it there; re-ingesting it will not bring the text back"
+        )
+    if result.published is not None:
+        print(
+            safe(
+                f"published {result.published['path']} without it; {len(result.removed_files)} superseded lake "
+                "files deleted at once: a reader still holding the previous published copy may lose its data "
+                "(reopen the published copy)"
+            )
+        )
+    for request_id in result.unknown:
+        print(f"citegate: error: unknown request id {ident(request_id)}: nothing stored under it", file=sys.stderr)
+    return 1 if result.unknown else 0
 
 
 def _readable(args: argparse.Namespace) -> Path:

@@ -11,6 +11,7 @@ import dagster as dg
 from citegate_assets.lib.config import Config, parse_config
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.records import EARLIEST_DAY
+from citegate_assets.lib.retention import retained_days
 from citegate_assets.lib.runlock import run_lock
 from citegate_assets.lib.settings import Settings, prepare_dagster_home
 from citegate_assets.lib.settings import resolve as resolve_settings
@@ -55,15 +56,21 @@ def plan_days(
             max_trace_bytes=cfg.adapters.max_file_bytes,
         )
         days = {d for d in found if EARLIEST_DAY <= d <= last}
+        if (retained := _last_retained_day(warehouse)) and any(d <= retained for d in days):
+            # their text is gone ([retention] text_days): their stored verdicts stand, a run over them is refused
+            days = {d for d in days if d > retained}
+            note = f"days up to {retained} hold no text any more ([retention] text_days): not gated again"
         if not days:
             days = {last}
             later = sorted(d for d in found if d > last)
-            note = (
-                f"the landing folder holds records of {', '.join(map(str, later))} only, not a complete UTC day yet: "
-                f"they are ingested now and gated on the next run; running {last} so every line is still accounted for"
+            why = (
+                f"the landing folder holds records of {', '.join(map(str, later))} only, not a complete UTC day "
+                f"yet: they are ingested now and gated on the next run; running {last} so every line is still "
+                "accounted for"
                 if later
                 else f"no valid dated records found; running {last} so every line is still accounted for"
             )
+            note = f"{note}; {why}" if note else why
         start = start or min(days)
         end = end or max(days)
     if end > last:
@@ -74,6 +81,18 @@ def plan_days(
     if start < EARLIEST_DAY:
         raise ValueError(f"--start {start} is before the first partition {EARLIEST_DAY}")
     return RunPlan(start, end, note)
+
+
+def _last_retained_day(warehouse: Path) -> date | None:
+    """The newest day whose text retention dropped, or None (no warehouse yet, or one it cannot read)."""
+    if not Path(warehouse).exists():
+        return None
+    try:
+        with connect(warehouse, read_only=True) as con:
+            days = retained_days(con)
+    except Exception:  # a locked or older file: plan as before; the run's check still refuses a retained day
+        return None
+    return max(days) if days else None
 
 
 def _known_files(warehouse: Path, landing: Path) -> dict:
@@ -100,10 +119,13 @@ def run_range(
     wait_s: float = 0.0,
     on_wait: Callable[[str], None] | None = None,
     final: bool = False,
+    workers: int | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Raises RunLockedError when another run holds the warehouse for longer than wait_s.
 
     final: every landing file counts as finished (`citegate run --final`): an unterminated last line is a line.
+    workers: `citegate run --workers N`: ingest's parse processes and the offline judge's, overriding
+    [ingest] workers and [judge] workers (None: as configured).
 
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
@@ -118,7 +140,7 @@ def run_range(
     warehouse = settings.warehouse
     job = defs().resolve_job_def("nightly_job")
     run_config = {
-        "resources": run_config_for(settings, final_read=final),
+        "resources": run_config_for(settings, final_read=final, workers=workers),
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
     tags = {

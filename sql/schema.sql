@@ -29,13 +29,13 @@ create table if not exists prompts (
     answer_model varchar not null,
     template varchar not null,           -- the profile that rendered the chunks
     prompt_encoding varchar not null,    -- text | json | python_repr
-    prompt_raw varchar not null,         -- the prompt field exactly as logged
+    prompt_raw varchar,                  -- the prompt field exactly as logged (null: dropped, schema 10)
     prompt_sha256 varchar not null,      -- sha256 of prompt_raw (UTF-8)
     profile_status varchar not null,     -- ok | no_context_block | unknown_template
     answer varchar,
     source_file varchar not null,
     source_line bigint not null,
-    prompt_normalized varchar not null,  -- N(decoded prompt), pieces joined by one space
+    prompt_normalized varchar,           -- N(decoded prompt), pieces joined by one space (null: dropped)
     context_start integer,               -- [context_start, context_end): the context block in prompt_normalized
     context_end integer,
     message_bounds struct(role varchar, "start" bigint, "end" bigint)[],
@@ -67,7 +67,7 @@ create table if not exists retrievals (
     position integer not null,           -- 0-based index in the logged `retrieved` array
     doc_id varchar,
     chunking varchar,
-    text varchar not null,
+    text varchar,                        -- null: dropped by retention or forget (schema 10)
     text_normalized varchar,             -- schema 9: null when it is prompts.prompt_normalized[prompt_start, prompt_end)
     in_prompt boolean not null,          -- a context section resolves to this chunk
     text_source varchar,                 -- schema 4: 'prompt' when an adapter took the text from the prompt (no
@@ -84,10 +84,10 @@ create table if not exists citations (
     surface varchar not null,
     answer_model varchar not null,
     chunk_id varchar not null,
-    span varchar not null,
-    claim varchar not null,
-    span_normalized varchar not null,
-    claim_normalized varchar not null,
+    span varchar,                        -- the four text columns: null once dropped (schema 10)
+    claim varchar,
+    span_normalized varchar,
+    claim_normalized varchar,
     normalization_version varchar not null,
     cited_as varchar,                    -- schema 3: the id as the answer gave it, when that was a position ("[2]")
     location_mismatch varchar            -- schema 4: a native citation whose cited text is not at its location: why
@@ -346,7 +346,7 @@ create table if not exists review_outcomes (
     reviewer varchar not null,
     reviewed_at timestamptz not null,
     queue_reason varchar not null,       -- the entry's reason when it was reviewed
-    claim varchar not null,
+    claim varchar,                       -- null: its request was forgotten (schema 10)
     passage varchar,
     source_file varchar not null,
     source_line bigint not null,
@@ -369,9 +369,9 @@ create table if not exists citation_queue (
     reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable, numeric_mismatch
     gate varchar not null,               -- provenance | support
     owner varchar not null,
-    claim varchar not null,
+    claim varchar,                       -- claim and span: null once dropped (schema 10)
     chunk_id varchar not null,
-    span varchar not null,
+    span varchar,
     passage varchar,                     -- the cited chunk's text as it reached the prompt (or as retrieved, if it never did)
     passage_source varchar,              -- prompt | retrieved | none
     provenance_verdict varchar not null,
@@ -460,4 +460,22 @@ create table if not exists metric_week_inputs (
     fingerprint varchar not null,        -- md5 over the week's input row counts, stamps and review decisions
     definitions_sha256 varchar not null, -- of the definitions in force (name, version, sha256)
     computed_at timestamptz not null     -- when this week's metrics were computed
+);
+
+-- added in schema version 10 (sql/migrations/010_text_retention.sql): retention and `citegate forget`
+-- (docs/retention.md). Neither table holds any text of a prompt, a chunk or an answer.
+create table if not exists text_retention (
+    day date not null,                   -- a day partition whose text was dropped ([retention] text_days)
+    table_name varchar not null,
+    rows_dropped bigint not null,        -- rows of that table whose text columns were set to null
+    text_days integer not null,          -- the setting in force
+    dropped_at timestamptz not null
+);
+
+create table if not exists forgotten_requests (
+    request_id varchar not null,
+    forgotten_at timestamptz not null,
+    forgotten_by varchar not null,       -- --by, else $USER
+    reason varchar,                      -- --reason, as given
+    rows_touched varchar not null        -- JSON {table: rows} whose text was dropped or which were deleted
 );

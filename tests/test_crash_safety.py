@@ -1,5 +1,6 @@
 """kill -9 in the middle of ingestion and in the middle of judging, then run again: no duplicate row,
-no lost row, and judge calls already cached are not repeated."""
+no lost row, and judge calls already cached are not repeated; a killed re-run of a day leaves what readers see
+as it was, and a re-run to the end changes none of it."""
 
 import os
 import signal
@@ -15,10 +16,11 @@ from .judge_server import Reply, ScriptedJudgeServer
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start_run(landing, warehouse, config, env):
+def start_run(landing, warehouse, config, env, *extra):
     cmd = [sys.executable, "-m", "citegate_assets.cli", "run", "--logs", str(landing), "--warehouse", str(warehouse)]
     if config:
         cmd += ["--config", str(config)]
+    cmd += extra
     return subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -123,3 +125,91 @@ def pair_key(content: str) -> str:
     middle, tail = rest.split("{claim_sentence}")
     passage, claim = content[len(head) : len(content) - len(tail)].split(middle)
     return hashlib.sha256(passage.encode()).hexdigest() + hashlib.sha256(claim.encode()).hexdigest()
+
+
+RUN_FACTS = ["latency_ms", "cache_hit", "cost_usd", "prompt_tokens", "completion_tokens", "attempts"]
+
+
+def published_state(published, lake) -> dict:
+    """What readers see: the published file's bytes, the lake manifest, and every table's rows as it reads them
+    (left out: write times, and what a judge call cost and took, which are the facts of the run that made it)."""
+    import hashlib
+
+    state = {
+        "published_sha256": hashlib.sha256(published.read_bytes()).hexdigest(),
+        "manifest": (lake / "_manifest.json").read_text(),
+    }
+    with connect(published, read_only=True) as con:
+        for (table,) in con.sql(
+            "select table_name from duckdb_tables() union select view_name from duckdb_views() where not internal"
+        ).fetchall():
+            columns = [
+                c
+                for (c,) in con.execute(
+                    "select column_name from duckdb_columns() where table_name = $t "
+                    "and data_type not like 'TIMESTAMP%' and not list_contains($run_facts, column_name)",
+                    {"t": table, "run_facts": RUN_FACTS},
+                ).fetchall()
+            ]
+            state[table] = con.sql(
+                f'select {", ".join(f"{chr(34)}{c}{chr(34)}" for c in columns)} from "{table}" order by all'
+            ).fetchall()
+    return state
+
+
+def by_content(req: dict, i: int) -> Reply:
+    """The same answer for the same pair whatever the order calls arrive in."""
+    return Reply("yes" if len(req["messages"][0]["content"]) % 3 else "partial")
+
+
+def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_nothing(tmp_path, dagster_home):
+    """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
+    exactly as it was: the published file, the lake's manifest, every table's rows. Run again to the end, the
+    day's re-run changes no row readers see."""
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=2, requests_per_day=300, seed=12, malformed=False, start_date="2026-11-02")
+    config = tmp_path / "c.toml"
+    config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 4\nmax_retries = 0\n")
+    warehouse = tmp_path / "w.duckdb"
+    published, lake = tmp_path / "w.published.duckdb", tmp_path / "w.lake"
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "CITEGATE_JUDGE_MODEL": "kill-judge",
+        "CITEGATE_LABELS": str(tmp_path / "no-labels"),
+        "CITEGATE_REVIEWS": str(tmp_path / "reviews"),
+    }
+    with ScriptedJudgeServer(by_content) as server:
+        env["CITEGATE_JUDGE_BASE_URL"] = server.base_url
+        first = start_run(landing, warehouse, config, env)
+        out, _ = first.communicate(timeout=300)
+        assert first.returncode == 0, out[-3000:]
+        judged_once = len(server.requests)
+    before = published_state(published, lake)
+    assert before["provenance_results"] and before["support_verdicts"]
+
+    # the re-run of day 2 against a judge that answers slowly: killed once it is judging (provenance done)
+    day2 = ["--start", "2026-11-03", "--end", "2026-11-03"]
+    with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=5)) as slow:
+        with connect(warehouse) as con:  # forget day 2's cached answers, so the re-run has to call the judge
+            con.execute("delete from judge_cache")
+        proc = start_run(landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": slow.base_url}, *day2)
+        deadline = time.monotonic() + 240
+        while not slow.requests and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert slow.requests, "the re-run never reached the judge"
+    assert published_state(published, lake) == before  # nothing readers see has moved
+
+    with ScriptedJudgeServer(by_content) as server:
+        rerun = start_run(landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}, *day2)
+        out, _ = rerun.communicate(timeout=300)
+        assert rerun.returncode == 0, out[-3000:]
+        assert 0 < len(server.requests) <= judged_once
+    after = published_state(published, lake)
+    # judge_cache: emptied by this test to make the re-run call the judge; prompt_count_history: a row per run;
+    # metric_week_inputs: the fingerprint of the week's latest writes, which a re-run moves
+    unchanged_by_design = ("published_sha256", "manifest", "judge_cache", "prompt_count_history", "metric_week_inputs")
+    changed = [t for t in before if t not in unchanged_by_design and after.get(t) != before[t]]
+    assert changed == [], {t: sorted(set(before[t]) ^ set(after.get(t, [])))[:3] for t in changed}

@@ -40,10 +40,12 @@ ASSETS = {
     "weekly_breakdowns",
     "metric_lineage",
     "published_warehouse",
+    "text_retention",
 }
 CHECKS = {
     "ingested_files:every_line_accounted_for",
     "prompts:prompts_match_their_sha256",
+    "prompts:run_days_hold_their_text",
     "provenance_results:one_row_per_citation",
     "metric_definitions:definitions_match_lock",
     "weekly_surface_metrics:rates_within_bounds",

@@ -89,6 +89,8 @@ def ingest_prompt_log(
         # trace-format files converted, and their new items (calls, ingested or rejected, and line rejects)
         "trace_files_converted_this_run": summary.trace_files,
         "trace_items_this_run": summary.calls_converted,
+        # [ingest] workers: processes that parsed batches (0 = none: a small run parses in the ingest process)
+        "parse_workers_this_run": summary.parse_workers,
         # held back, not lost: an unterminated last line or an unfinished .gz, read once complete
         "files_waiting": summary.files_waiting,
         "bytes_held_back": summary.bytes_held,

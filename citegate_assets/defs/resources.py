@@ -42,7 +42,7 @@ class WarehouseResource(dg.ConfigurableResource):
     def published_path(self) -> Path:
         return resolve_beside("published", self.published, warehouse=self.database_path(), config=None)
 
-    def lake_path(self, config: Path | None) -> Path:
+    def lake_path(self, config: Path | None) -> Path | str:
         """The day partitions the published copy's views read (CITEGATE_LAKE, [storage].lake, beside the warehouse)."""
         return resolve_beside("lake", self.lake, warehouse=self.database_path(), config=config)
 
@@ -83,13 +83,22 @@ class CitegateConfigResource(dg.ConfigurableResource):
     calibration and queue settings. "<built-in>" means the built-in defaults, no file."""
 
     config_file: str = ""
+    # `citegate run --workers N`: overrides [ingest] workers and [judge] workers for the run (0: as configured)
+    workers: int = 0
 
     def config_path(self) -> Path | None:
         return resolve_config(self.config_file)
 
     def config(self) -> Config:
         path = self.config_path()
-        return load_config(path) if path else parse_config({}, None)  # never load_config(None): it would look again
+        cfg = load_config(path) if path else parse_config({}, None)  # never load_config(None): it would look again
+        if self.workers > 0:
+            cfg = replace(
+                cfg,
+                ingest=replace(cfg.ingest, workers=self.workers),
+                judge=replace(cfg.judge, workers=self.workers),
+            )
+        return cfg
 
 
 class ReviewFilesResource(dg.ConfigurableResource):
@@ -134,7 +143,7 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     }
 
 
-def run_config_for(settings: Settings, *, final_read: bool = False) -> dict[str, Any]:
+def run_config_for(settings: Settings, *, final_read: bool = False, workers: int | None = None) -> dict[str, Any]:
     """The resources' run config that makes a run use exactly these resolved paths (the CLI printed them)."""
     return {
         "warehouse": {
@@ -145,7 +154,12 @@ def run_config_for(settings: Settings, *, final_read: bool = False) -> dict[str,
             }
         },
         "landing": {"config": {"folder": str(settings.landing), "final_read": final_read}},
-        "citegate_config": {"config": {"config_file": str(settings.config) if settings.config else BUILTIN_CONFIG}},
+        "citegate_config": {
+            "config": {
+                "config_file": str(settings.config) if settings.config else BUILTIN_CONFIG,
+                "workers": workers or 0,
+            }
+        },
         "review_files": {"config": {"reviews": str(settings.reviews), "labels": str(settings.labels)}},
     }
 

@@ -12,7 +12,8 @@ from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
 from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
 from citegate_assets.lib.judge.openai_judge import OpenAIJudge
-from citegate_assets.lib.numbers import Quantity, extract_quantities, missing_quantities
+from citegate_assets.lib.numbers import numeric_piece
+from citegate_assets.lib.processes import map_pieces, worker_count
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items, judge_items_batch
@@ -44,15 +45,19 @@ def support_sample(
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
-def numeric_checks(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def numeric_checks(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, citegate_config: CitegateConfigResource
+) -> dg.MaterializeResult:
     """Every number in the claim (%, decimals, separators, currency, ranges) must appear in the cited passage."""
     start, end = partition_days(context)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         rows = passages_by_bucket(con, params)
-    claims, passages = rows["claim"].to_list(), rows["passage"].to_list()
-    found = [[_canonical(q) for q in extract_quantities(c)] for c in claims]
-    missing = [[_canonical(q) for q in missing_quantities(c, p)] for c, p in zip(claims, passages)]
+    pairs = list(zip(rows["claim"].to_list(), rows["passage"].to_list()))
+    # pure Python per pair: split across the support gate's processes ([judge] workers) when the day is large
+    checked = map_pieces(numeric_piece, pairs, worker_count(citegate_config.config().judge.workers))
+    checked = numeric_piece(pairs) if checked is None else checked
+    found, missing = [f for f, _ in checked], [m for _, m in checked]
     checks = (
         rows.select("citation_id", "request_id", "day", "surface")
         .with_columns(
@@ -266,7 +271,3 @@ def passages_by_bucket(con: duckdb.DuckDBPyConnection, params: dict) -> pl.DataF
         for b in range(PASSAGE_BUCKETS)
     ]
     return pl.concat(parts)
-
-
-def _canonical(q: Quantity) -> str:
-    return f"{q.value} {q.unit}" if q.unit else q.value

@@ -214,6 +214,9 @@ class JudgeConfig:
     batch_pending_days: int = _opt(7, _integer(0))
     # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v3) | heuristic
     offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
+    # processes for the support gate's pure-Python work, the offline judge and the numeric check (lib/processes.py):
+    # 0 = one per core, at most 4; 1 = in process
+    workers: int = _opt(0, _integer(0))
     # [judge.secondary]: a candidate judge compared on a sample (None: no second judge, nothing changes)
     secondary: SecondaryJudgeConfig | None = field(default=None, metadata={"check": _secondary})
 
@@ -251,8 +254,21 @@ class QueueConfig:
 class StorageConfig:
     """[storage]: where the day partitions of the large tables go (lib/lake.py, docs/scaling.md)."""
 
-    # the lake folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/)
+    # the lake: a folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/),
+    # or s3://bucket/prefix with the endpoint and credentials from the AWS variables (docs/object-storage.md)
     lake: str = _opt("", _string())
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md).
+
+    text_days (default 0 = keep text forever): the nightly run drops the raw prompt, chunk, citation and answer
+        text of every day partition older than this many days before today (UTC), keeping hashes, offsets,
+        verdicts and metrics; an integer >= 0.
+    """
+
+    text_days: int = _opt(0, _integer(0))
 
 
 @dataclass(frozen=True)
@@ -264,11 +280,14 @@ class IngestConfig:
     max_line_bytes (default 33554432, 32 MiB): the longest line read; an integer >= 1024.
     max_decompressed_bytes (default 4294967296, 4 GiB): the most bytes a single .gz file may
         decompress to; an integer >= 1024.
+    workers (default 0 = one per core, at most 4): processes that parse and normalize batches while the
+        ingest process writes; 1 = none. A run spawns them only past 32 MiB of new lines; an integer >= 0.
     """
 
     settle_seconds: float = _opt(300.0, _number(0))
     max_line_bytes: int = _opt(33554432, _integer(1024))
     max_decompressed_bytes: int = _opt(4294967296, _integer(1024))
+    workers: int = _opt(0, _integer(0))
 
 
 @dataclass(frozen=True)
@@ -311,6 +330,7 @@ class Config:
     ingest: IngestConfig = field(default_factory=IngestConfig)
     adapters: AdaptersConfig = field(default_factory=AdaptersConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -327,6 +347,7 @@ _SECTIONS = {
     "ingest": IngestConfig,
     "adapters": AdaptersConfig,
     "storage": StorageConfig,
+    "retention": RetentionConfig,
 }
 _TOP_KEYS = {"surfaces", "templates", *_SECTIONS}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}

@@ -4,7 +4,8 @@ The unit of progress is a landing file, known by its content (lib/ledger.py). Th
 the bytes and lines consumed and the sha256 of exactly those bytes, in the same transaction as the rows, so
 re-ingesting is a no-op, a killed run resumes where it stopped, a rotated file is read on under its new name,
 and a file that is still being written gives up only its complete lines. Batches span files, so a folder of
-many small files costs a few transactions, not one per file.
+many small files costs a few transactions, not one per file. Batches are parsed and normalized in worker processes
+on a large run ([ingest] workers, lib/ingest_workers.py) and written here in the order they were read.
 
 A file in a trace format (lib/adapters, README "Trace formats") is detected by its first line and converted as a
 whole once it has settled: each call becomes one line-equivalent (its citegate-log/1 record) fed through the same
@@ -20,6 +21,7 @@ import errno
 import hashlib
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -44,17 +46,20 @@ from .adapters import (
     read_head,
     record_line,
     registry,
-    source_text,
     whole_document,
 )
-from .batch import (
-    STORE_RETRIEVED_TEXT_ONCE,
-    Refused,
-    build_frames_isolating_failures,
-    decode_prompts,
-    retrievals_stored_once,
-)
+from .batch import STORE_RETRIEVED_TEXT_ONCE
 from .config import Config
+from .ingest_workers import (
+    BatchLine,
+    Claim,
+    Parsed,
+    ParsedBatch,
+    ParsePool,
+    reject_row,
+    resolve_workers,
+    valid_line_text,
+)
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
 from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id, trace_id
 from .lines import (
@@ -68,7 +73,7 @@ from .lines import (
     prefix_matches,
     read_lines,
 )
-from .records import Record, Reject, parse_raw_line
+from .records import Reject
 from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import query, run_script, transaction
 
@@ -78,6 +83,8 @@ BATCH_LINES = 2000
 BATCH_BYTES = 8 * 1024 * 1024  # a batch's working set is ~20x its bytes; 8 MB keeps the peak under ~0.5 GB, flat
 # DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
 # Ingest only appends and looks up request ids: 64 MiB keeps the peak flat (a batch may spill a little to disk).
+# (Measured on the 100,000-request day: a 512 MiB cap with a 256 MiB checkpoint threshold, and no cap at all, were
+# both slower than this: 445 s and > 390 s against 370 s; BENCHMARKS.md, session 5.)
 INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
 LINE_MEMORY_FACTOR = 4  # a batch's limit grows by 4x its longest line: a 32 MiB line's raw_line needs ~2 pinned copies
 
@@ -121,6 +128,7 @@ class IngestSummary:
     days: set[date] = field(default_factory=set)
     trace_files: int = 0  # trace-format files converted this run
     calls_converted: int = 0  # their new items: calls (ingested or rejected) and line rejects
+    parse_workers: int = 0  # worker processes that parsed batches this run (0: all parsed in the ingest process)
 
 
 Progress = Callable[[str, int, int], None]  # (file name, lines read so far, bytes read so far)
@@ -235,6 +243,32 @@ class _Item:
 
 
 @dataclass
+class _FileState:
+    """What of a file's ledger row is fixed when its lines are committed (its counts come when they are parsed)."""
+
+    status: str
+    detail: str | None
+    sha256: str
+    consumed: int
+    first_seen: datetime | None
+    retire: list[str]
+
+    @staticmethod
+    def of(f: _File) -> _FileState:
+        return _FileState(f.status, f.detail, f.state.digest(), f.state.consumed, f.first_seen, list(f.retire))
+
+
+@dataclass
+class _Batch:
+    """A committed batch while it is parsed: its lines, its files' states at the commit, its file events."""
+
+    lines: list[tuple[_File, Line | _Item]]
+    files: list[tuple[_File, _FileState]]
+    events: list[tuple[dict | None, dict | None]]
+    parsed: Parsed
+
+
+@dataclass
 class _File:
     """One landing file being read this run: its identity, what of it is consumed, and its counts."""
 
@@ -260,22 +294,29 @@ def ingest_landing(
     progress: Progress | None = None,
     batch_lines: int = BATCH_LINES,
     final: bool = False,
+    workers: int | None = None,
 ) -> IngestSummary:
     """Ingest the new complete lines of every log file in the landing folder. Never raises on bad input.
 
     final=True: every file counts as finished (its unterminated last line is a line), as does any file that
     has not changed for [ingest].settle_seconds. Raises IngestWriteError when the warehouse cannot be written.
+    workers: parse processes, overriding [ingest].workers (0 = one per core); the same rows whatever the number
+    (lib/ingest_workers.py).
     """
-    run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final)
+    run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final, workers)
     with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):  # around the writer too: it sets the limit per batch
         try:
             for entry in landing_entries(run.root):
                 run.summary.files_seen += 1
                 run.entry(entry)
-            run.commit()
+            run.flush()
             run.writer.drain()
+            run.summary.parse_workers = run.parser.workers if run.parser.spawned else 0
         finally:
-            run.writer.close()
+            try:
+                run.parser.close()
+            finally:
+                run.writer.close()
     return run.summary
 
 
@@ -313,6 +354,7 @@ class _Run:
         progress: Progress | None,
         batch_lines: int,
         final: bool,
+        workers: int | None = None,
     ):
         self.con, self.root, self.config, self.now, self.progress = con, root, config, now, progress
         self.landing = str(root)
@@ -321,7 +363,10 @@ class _Run:
         self.ledger = Ledger.load(con)
         self.summary = IngestSummary()
         self.writer = BatchWriter(con, config.ingest.max_line_bytes)
-        self.run_seen: dict[str, tuple[str, str]] = {}  # request ids of this run, committed or still in flight
+        self.parser = ParsePool(config, resolve_workers(config.ingest.workers if workers is None else workers))
+        self.inflight: deque[_Batch] = deque()  # committed batches being parsed, in commit order
+        # request ids of this run, committed or still in flight: (sha256, source, its text removed by forget/retention)
+        self.run_seen: dict[str, tuple[str, str, bool]] = {}
         self.lines: list[tuple[_File, Line | _Item]] = []
         self.nbytes = 0
         self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
@@ -385,9 +430,9 @@ class _Run:
             return
         if any(
             pending.file_id in (fingerprint, distinct_id(fingerprint, self.landing, name))
-            for pending in self.files.values()
+            for pending in self._in_flight()
         ):
-            self.commit()  # the same file under a second name in this run: count what the first one read first
+            self.flush()  # the same file under a second name in this run: count what the first one read first
         row = self.ledger.by_id.get(fingerprint)
         if row is not None:
             place = (row["landing"], row["file_name"])
@@ -515,8 +560,8 @@ class _Run:
             # its bytes, so a new document under an old name is a new file
             fid = trace_id(adapter.name, "doc:" + state.digest())
             row = self.ledger.by_id.get(fid)
-        if any(pending.file_id == fid for pending in self.files.values()):
-            self.commit()  # the same file under a second name in this run: count what the first one gave first
+        if any(pending.file_id == fid for pending in self._in_flight()):
+            self.flush()  # the same file under a second name in this run: count what the first one gave first
             row = self.ledger.by_id.get(fid)
         if known is not None and known["file_id"] != fid:
             retire.append(known["file_id"])  # a waiting or failed row of this name, or a document it held before
@@ -830,33 +875,46 @@ class _Run:
         self.ledger.remember(row)
 
     def _ledger_row(self, f: _File) -> dict:
-        row = ledger_row(
-            file_id=f.file_id,
-            landing=self.landing,
-            name=f.entry.name,
-            status=f.status,
-            now=self.now,
-            first_seen=f.first_seen,
-            sha256=f.state.digest(),
-            size=f.size,
-            mtime_ns=f.mtime_ns,
-            consumed=f.state.consumed,
-            tally=f.tally,
-            detail=f.detail,
-            days=f.days,
-            replaces=f.retire,
-        )
-        self.ledger.remember(row)
-        return row
+        return self._state_row(f, _FileState.of(f))
 
     # -- batches ---------------------------------------------------------------------------------
     def commit(self) -> None:
+        """Hand the batched lines to the parser (a worker, or this process); finish the batches parsed by now."""
         if not (self.lines or self.files or self.events):
             return
         lines, files, events = self.lines, self.files, self.events
         self.lines, self.nbytes, self.files, self.events = [], 0, {}, []
-        relations = self._relations(lines)
-        rows = [row for _, row in events if row is not None] + [self._ledger_row(f) for f in files.values()]
+        work = [
+            BatchLine(key, (f.entry.name, line.no), line, None, None)
+            if isinstance(line, Line)
+            else BatchLine(key, (f.entry.name, line.line.no), line.line, line.reject, line.request_id)
+            for key, (f, line) in enumerate(lines)
+        ]
+        nbytes = sum(b.line.length for b in work)
+        parsed = self.parser.submit(work, self.now, nbytes, STORE_RETRIEVED_TEXT_ONCE)
+        self.inflight.append(_Batch(lines, [(f, _FileState.of(f)) for f in files.values()], events, parsed))
+        while self.inflight and (len(self.inflight) > self.parser.depth or self.inflight[0].parsed.done()):
+            self._finish(self.inflight.popleft())
+
+    def flush(self) -> None:
+        """Commit, and finish every batch in flight: the ledger and counts are then those of every line read."""
+        self.commit()
+        while self.inflight:
+            self._finish(self.inflight.popleft())
+
+    def _in_flight(self) -> Iterator[_File]:
+        yield from self.files.values()
+        for batch in self.inflight:
+            for f, _ in batch.files:
+                yield f
+
+    def _finish(self, batch: _Batch) -> None:
+        """A parsed batch, in commit order: drop the known requests, count, and hand it to the writer."""
+        lines = batch.lines
+        relations = self._relations(lines, batch.parsed.result())
+        rows = [row for _, row in batch.events if row is not None] + [
+            self._state_row(f, state) for f, state in batch.files
+        ]
         latest: dict[str, dict] = {}
         for row in rows:  # one row per file: its latest state, superseding all its earlier names
             earlier = latest.get(row["file_id"])
@@ -865,7 +923,7 @@ class _Run:
                 "replaces": sorted({*row["replaces"], *(earlier["replaces"] if earlier else ())}),
             }
         ledger = list(latest.values())
-        extra = [reject for reject, _ in events if reject is not None]
+        extra = [reject for reject, _ in batch.events if reject is not None]
         if extra:
             relations["batch_rejects"] = pl.concat(
                 [relations["batch_rejects"], pl.DataFrame(extra, schema=REJECT_SCHEMA)]
@@ -876,56 +934,71 @@ class _Run:
             last = lines[-1][0]
             self.progress(last.entry.name, last.state.lines, self.summary.bytes_read)
 
-    def _relations(self, lines: list[tuple[_File, Line | _Item]]) -> dict[str, pl.DataFrame]:
-        """Parse, validate, deduplicate and normalize one batch of lines (from one file or many), and of the items
-        of converted trace files (each counts as one line: the ledger's lines_read of a trace file counts items)."""
-        owner: dict[int, _File] = {}
-        origin: dict[int, tuple[str, int]] = {}
-        rejects: list[dict] = []
-        raw_by_key: dict[int, str] = {}
-        items: list[tuple[int, Record]] = []
+    def _state_row(self, f: _File, state: _FileState) -> dict:
+        """The file's ledger row as of the batch's commit, with its counts through this batch."""
+        row = ledger_row(
+            file_id=f.file_id,
+            landing=self.landing,
+            name=f.entry.name,
+            status=state.status,
+            now=self.now,
+            first_seen=state.first_seen,
+            sha256=state.sha256,
+            size=f.size,
+            mtime_ns=f.mtime_ns,
+            consumed=state.consumed,
+            tally=f.tally,
+            detail=state.detail,
+            days=f.days,
+            replaces=state.retire,
+        )
+        self.ledger.remember(row)
+        return row
+
+    def _relations(self, lines: list[tuple[_File, Line | _Item]], parsed: ParsedBatch) -> dict[str, pl.DataFrame]:
+        """One parsed batch of lines (from one file or many) and of the items of converted trace files (each counts
+        as one line: the ledger's lines_read of a trace file counts items), its known requests dropped in order."""
+        owner = {key: f for key, (f, _) in enumerate(lines)}
+        origin = {
+            key: (f.entry.name, line.no if isinstance(line, Line) else line.line.no)
+            for key, (f, line) in enumerate(lines)
+        }
         plain = [line for _, line in lines if isinstance(line, Line)]
-        for key, (f, entry) in enumerate(lines):
-            line = entry if isinstance(entry, Line) else entry.line
-            owner[key], origin[key] = f, (f.entry.name, line.no)
-            if isinstance(entry, _Item) and entry.reject is not None:
-                reject = _reject(key, entry.reject, source_text(line.raw))
-                rejects.append({**reject, "request_id": entry.request_id})
-                continue
-            result, text = parse_raw_line(line, self.now, self.limits.max_line_bytes)
-            if isinstance(result, Reject):
-                rejects.append(_reject(key, result, text))
-            else:
-                raw_by_key[key] = text
-                items.append((key, result))
-        # decode first: a record whose prompt cannot be read must not claim its request id
-        decoded, undecodable = decode_prompts(items)
-        items = [(key, rec) for key, rec in items if key in decoded]
-        items, duplicates, conflicts = self._drop_known_requests(items, origin)
-        # a record build_frames cannot take is never expected; one odd record must not stop the landing folder
-        frames, broken = build_frames_isolating_failures(items, self.config, origin, self.now, decoded)
-        for key, rec, why in (*undecodable, *duplicates, *broken):
-            rejects.append(_reject(key, why, raw_by_key[key], rec))
-        left_out = {key for key, _, _ in broken}
-        kept = [(key, rec) for key, rec in items if key not in left_out]
+        rejects = list(parsed.rejects)
+        kept, duplicates, conflicts = self._drop_known_requests(parsed.claims, origin)
+        for claim, why, text_removed in duplicates:
+            entry = lines[claim.key][1]
+            # a forgotten or retained request's line again: refused, and its text is not kept in the reject row
+            text = None if text_removed else valid_line_text(entry if isinstance(entry, Line) else entry.line)
+            rejects.append(reject_row(claim.key, why, text, claim))
+        kept_keys = {claim.key for claim in kept}
+        broken = [r for r in parsed.broken if r["key"] in kept_keys]
+        rejects.extend(broken)
+        left_out = {r["key"] for r in broken}
+        kept = [claim for claim in kept if claim.key not in left_out]
+        relations = dict(parsed.relations)
+        if duplicates:  # the frames hold each request id's first copy in the batch: keep those accepted here
+            accepted = [claim.request_id for claim in kept]
+            relations = {rel: df.filter(pl.col("request_id").is_in(accepted)) for rel, df in relations.items()}
+        answer_rejects = relations["batch_answer_rejects"]
         # per-file counts, so each file's ledger row balances: lines read = records ingested + records rejected
         for f, _ in lines:
             f.tally.lines_read += 1
-        for key, rec in kept:
-            owner[key].tally.records_ingested += 1
-            owner[key].days.add(rec.day)
+        for claim in kept:
+            owner[claim.key].tally.records_ingested += 1
+            owner[claim.key].days.add(claim.day)
         for r in rejects:
             owner[r["key"]].tally.records_rejected += 1
         owner_at = {origin[key]: f for key, f in owner.items()}
-        for source, line_no in frames.answer_rejects.select("source_file", "source_line").iter_rows():
+        for source, line_no in answer_rejects.select("source_file", "source_line").iter_rows():
             owner_at[(source, line_no)].tally.answers_rejected += 1
         summary = self.summary
         summary.lines_read += len(plain)  # a trace file's source lines are counted where it is read
         summary.bytes_read += sum(line.length for line in plain)
         summary.records_ingested += len(kept)
         summary.records_rejected += len(rejects)
-        summary.answers_rejected += frames.answer_rejects.height
-        summary.days.update(rec.day for _, rec in kept)
+        summary.answers_rejected += answer_rejects.height
+        summary.days.update(claim.day for claim in kept)
         reject_rows = [
             {
                 **{k: v for k, v in r.items() if k != "key"},
@@ -935,46 +1008,42 @@ class _Run:
             }
             for r in rejects
         ]
-        return {
-            "batch_prompts": frames.prompts,
-            "batch_sections": frames.sections,
-            "batch_retrievals": retrievals_stored_once(frames) if STORE_RETRIEVED_TEXT_ONCE else frames.retrievals,
-            "batch_citations": frames.citations,
-            "batch_answer_rejects": frames.answer_rejects,
-            "batch_rejects": pl.DataFrame(reject_rows, schema=REJECT_SCHEMA)
-            if reject_rows
-            else pl.DataFrame(schema=REJECT_SCHEMA),
-            "batch_conflicts": pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row")
+        relations["batch_rejects"] = (
+            pl.DataFrame(reject_rows, schema=REJECT_SCHEMA) if reject_rows else pl.DataFrame(schema=REJECT_SCHEMA)
+        )
+        relations["batch_conflicts"] = (
+            pl.DataFrame(conflicts, schema=CONFLICT_SCHEMA, orient="row")
             if conflicts
-            else pl.DataFrame(schema=CONFLICT_SCHEMA),
-        }
+            else pl.DataFrame(schema=CONFLICT_SCHEMA)
+        )
+        return relations
 
     def _drop_known_requests(
-        self, items: list[tuple[int, Record]], origin: dict[int, tuple[str, int]]
-    ) -> tuple[list[tuple[int, Record]], list[Refused], list[tuple]]:
+        self, claims: list[Claim], origin: dict[int, tuple[str, int]]
+    ) -> tuple[list[Claim], list[tuple[Claim, Reject, bool]], list[tuple]]:
         """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a
         conflict. Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
         seen = self.run_seen
-        unknown = {rec.request_id for _, rec in items} - set(seen)
+        unknown = {claim.request_id for claim in claims} - set(seen)
         if unknown:
             keys = pl.DataFrame({"request_id": list(unknown)})
             self.con.register("batch_keys", keys.to_arrow())
             try:
-                for rid, sha, source in query(self.con, "ingest/existing_requests").fetchall():
-                    seen[rid] = (sha, source)
+                for rid, sha, source, text_removed in query(self.con, "ingest/existing_requests").fetchall():
+                    seen[rid] = (sha, source, text_removed)
             finally:
                 self.con.unregister("batch_keys")
-        kept: list[tuple[int, Record]] = []
-        refused: list[Refused] = []
+        kept: list[Claim] = []
+        refused: list[tuple[Claim, Reject, bool]] = []
         conflicts: list[tuple] = []
-        for key, rec in items:
-            name, line_no = origin[key]
+        for rec in claims:
+            name, line_no = origin[rec.key]
             prior = seen.get(rec.request_id)
             if prior is None:
-                seen[rec.request_id] = (rec.prompt_sha256, f"{name}:{line_no}")
-                kept.append((key, rec))
+                seen[rec.request_id] = (rec.prompt_sha256, f"{name}:{line_no}", False)
+                kept.append(rec)
                 continue
-            sha, source = prior
+            sha, source, text_removed = prior
             if sha == rec.prompt_sha256:
                 why = Reject(
                     "duplicate_request_id",
@@ -987,19 +1056,8 @@ class _Run:
                     "the first is kept",
                 )
                 conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, self.now))
-            refused.append((key, rec, why))
+            refused.append((rec, why, text_removed))
         return kept, refused, conflicts
-
-
-def _reject(key: int, reject: Reject, raw_text: str, rec: Record | None = None) -> dict:
-    return {
-        "key": key,
-        "day": rec.day if rec else None,
-        "request_id": rec.request_id if rec else None,
-        "reason": reject.reason,
-        "detail": reject.detail,
-        "raw_line": raw_text,
-    }
 
 
 def _legacy_prefix_matches(fh: BinaryIO, legacy: dict) -> bool:

@@ -1,8 +1,11 @@
 """The lake: the large per-day tables as Hive-layout Parquet partitions beside the warehouse (docs/scaling.md).
 
     <lake>/<table>/day=YYYY-MM-DD/part-<generation>.parquet      (metric_lineage: week_start=YYYY-MM-DD)
-    <lake>/_manifest.json                                        the files in force, rewritten by rename
+    <lake>/_manifest.json                                        the files in force, replaced atomically
     <lake>/_manifests/<generation>.json                          one per publish, kept while a reader may need it
+
+The lake is a folder or an s3:// URI (lib/lake_store.py): `_manifest.json` is replaced only if it is still the
+version this publish read (a conditional put on S3), so two publishers never silently overwrite each other.
 
 A partition file is never modified: a changed partition gets a new file under a new generation name, the
 manifest and the published DuckDB file name exact files, and a file is deleted only once no manifest a
@@ -18,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TypeAlias
 
 import duckdb
 
-from citegate_assets.lib.durable import fsync_dir, fsync_file
+from citegate_assets.lib.lake_store import LakeConflict, LakeStore, is_uri, open_store
 from citegate_assets.lib.warehouse import sql_identifier, sql_literal
 
 MANIFEST = "_manifest.json"
@@ -42,22 +46,23 @@ class LakeTable:
 # is small, or has no day for every row (ingest_rejects, prompt_conflicts), and is copied into the
 # published file.
 LAKE_TABLES: tuple[LakeTable, ...] = (
-    LakeTable("prompts", "day", "max(ingested_at)"),
+    # the count(<text column>) terms: retention and forget null text in place (lib/retention.py)
+    LakeTable("prompts", "day", "max(ingested_at)::varchar || ':' || count(prompt_raw)::varchar"),
     LakeTable("prompt_sections", "day", None),
-    LakeTable("retrievals", "day", None),
-    LakeTable("citations", "day", None),
+    LakeTable("retrievals", "day", "count(text)::varchar"),
+    LakeTable("citations", "day", "count(span)::varchar"),
     LakeTable("provenance_results", "day", "max(checked_at)"),
     LakeTable("support_sample", "day", None),
     LakeTable("numeric_checks", "day", "max(checked_at)"),
-    LakeTable("support_verdicts", "day", "max(judged_at)"),
+    LakeTable("support_verdicts", "day", "max(judged_at)::varchar || ':' || count(raw_answer)::varchar"),
     LakeTable("best_evidence", "day", "max(computed_at)"),
-    LakeTable("answer_rejects", "day", "max(rejected_at)"),
+    LakeTable("answer_rejects", "day", "max(rejected_at)::varchar || ':' || count(raw_field)::varchar"),
     # a review decision updates an old day's entries in place (sql/review/refresh_status.sql), whatever its time
     LakeTable(
         "citation_queue",
         "day",
         "max(queued_at)::varchar || ':' || bit_xor(hash(citation_id, status, escalation_cause, reviewed_by, "
-        "reviewed_at))::varchar",
+        "reviewed_at))::varchar || ':' || count(claim)::varchar",
     ),
     LakeTable("metric_lineage", "week_start", None),
 )
@@ -68,22 +73,34 @@ class LakeError(RuntimeError):
     pass
 
 
+# a lake root: a folder, an s3:// URI, or a store opened from one
+Lake: TypeAlias = LakeStore | str | os.PathLike
+
+
 def new_generation() -> str:
     """A name for this publish's files: sortable by time, unique per process."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + f"-{os.getpid()}"
 
 
-def read_manifest(lake: Path) -> dict:
-    path = Path(lake) / MANIFEST
-    if not path.exists():
-        return {"format": FORMAT, "generation": None, "tables": {}}
+def read_manifest(lake: Lake) -> dict:
+    return read_manifest_versioned(lake)[0]
+
+
+def read_manifest_versioned(lake: Lake) -> tuple[dict, str | None]:
+    """The manifest in force and its version token (None: no manifest yet), for write_manifest()."""
+    store = open_store(lake)
+    found = store.read(MANIFEST)
+    if found is None:
+        return {"format": FORMAT, "generation": None, "tables": {}}, None
+    data, token = found
+    where = store.url(MANIFEST)
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise LakeError(f"{path}: not a lake manifest ({exc}); remove it to re-export every partition") from None
+        manifest = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LakeError(f"{where}: not a lake manifest ({exc}); remove it to re-export every partition") from None
     if manifest.get("format") != FORMAT:
-        raise LakeError(f"{path}: manifest format {manifest.get('format')!r}, this citegate reads {FORMAT}")
-    return manifest
+        raise LakeError(f"{where}: manifest format {manifest.get('format')!r}, this citegate reads {FORMAT}")
+    return manifest, token
 
 
 def manifest_files(manifest: dict) -> set[str]:
@@ -91,53 +108,65 @@ def manifest_files(manifest: dict) -> set[str]:
     return {part["file"] for table in manifest["tables"].values() for part in table["parts"].values()}
 
 
-def current_files(lake: Path, table: str) -> list[Path]:
-    """The files in force for a table, from the manifest: what a direct reader (polars, Spark) should read."""
-    entry = read_manifest(lake)["tables"].get(table)
+def current_urls(lake: Lake, table: str) -> list[str]:
+    """The files in force for a table, from the manifest (paths, or s3:// URLs): what a direct reader
+    (polars, Spark) should read."""
+    store = open_store(lake)
+    entry = read_manifest(store)["tables"].get(table)
     if entry is None:
-        raise LakeError(f"{lake}: the lake has no table {table!r} (publish first)")
-    return [Path(lake) / part["file"] for _, part in sorted(entry["parts"].items())]
+        raise LakeError(f"{store.root}: the lake has no table {table!r} (publish first)")
+    return [store.url(part["file"]) for _, part in sorted(entry["parts"].items())]
+
+
+def current_files(lake: Path, table: str) -> list[Path]:
+    """current_urls() of a lake in a folder, as paths."""
+    if is_uri(lake):
+        raise LakeError(f"{lake}: not a folder; use current_urls() for a lake on object storage")
+    return [Path(url) for url in current_urls(lake, table)]
 
 
 def export_changed(
     con: duckdb.DuckDBPyConnection,
-    lake: Path,
+    lake: Lake,
     *,
     generation: str,
     force_days: Iterable[date] = (),
+    old: dict | None = None,
 ) -> tuple[dict, dict[str, list[str]]]:
     """Write a new file for every partition that differs from the manifest; return (new manifest, written).
 
     A partition differs when it is new, its row count or its stamp changed, the table's columns changed (a
     migration: every partition is rewritten), or its day is in force_days (the run's days: a re-run day is
     rewritten even when nothing about it looks different). Partitions gone from the warehouse leave the
-    manifest. Nothing is deleted here and the manifest on disk is not touched: publish_lake() does both once
-    the published file that names the new files is in place. written: table -> partitions rewritten.
+    manifest. Nothing is deleted here and the manifest in the lake is not touched: publish_lake() does both
+    once the published file that names the new files is in place. old: the manifest in force (read here when
+    None). written: table -> partitions rewritten.
     """
-    lake = Path(lake)
-    old = read_manifest(lake)
+    store = open_store(lake)
+    old = read_manifest(store) if old is None else old
     forced = {d.isoformat() for d in force_days}
     tables: dict[str, dict] = {}
     written: dict[str, list[str]] = {}
-    _private_dir(lake)
+    store.prepare()
     for spec in LAKE_TABLES:
         columns = _columns(con, spec.name)
         if not columns:
             raise LakeError(f"the warehouse has no table {spec.name}")
         before = old["tables"].get(spec.name, {})
         same_columns = before.get("columns") == columns
+        present = set(store.list(f"{spec.name}/"))  # one listing per table, not one request per partition
         parts: dict[str, dict] = {}
         changed: list[str] = []
         for part, rows, stamp in _fingerprints(con, spec):
             kept = before.get("parts", {}).get(part) if same_columns else None
             if (
                 kept is None
-                or not (lake / kept["file"]).is_file()  # a lake damaged by hand: write the partition again
+                or kept["file"] not in present  # a lake damaged by hand: write the partition again
                 or kept["rows"] != rows
                 or kept.get("stamp") != stamp
                 or (spec.column == "day" and part in forced)
             ):
-                kept = _write_part(con, lake, spec, part, rows, stamp, generation)
+                kept = _write_part(con, store, spec, part, rows, stamp, generation)
                 changed.append(part)
             parts[part] = kept
         tables[spec.name] = {"partition_column": spec.column, "columns": columns, "parts": parts}
@@ -173,19 +202,17 @@ def _fingerprints(con: duckdb.DuckDBPyConnection, spec: LakeTable) -> list[tuple
 
 def _write_part(
     con: duckdb.DuckDBPyConnection,
-    lake: Path,
+    store: LakeStore,
     spec: LakeTable,
     part: str,
     rows: int,
     stamp: str | None,
     generation: str,
 ) -> dict:
-    """One partition to its own new file: written under a temporary name, checked, made durable, renamed."""
+    """One partition to its own new object: written by DuckDB to a local temporary file, its row count
+    checked, then renamed into place durably (a folder) or uploaded and its size checked (S3)."""
     relative = f"{spec.name}/{spec.column}={part}/part-{generation}.parquet"
-    final = lake / relative
-    _private_dir(final.parent)
-    tmp = final.with_name(final.name + ".tmp")
-    tmp.unlink(missing_ok=True)
+    tmp = store.staging(relative)
     try:
         [(copied,)] = con.execute(
             f"copy (select * exclude ({spec.column}) from {spec.name} where {spec.column} = $part) "
@@ -194,87 +221,108 @@ def _write_part(
         ).fetchall()
         if copied != rows:
             raise LakeError(f"{spec.name} {spec.column}={part}: wrote {copied} rows, the warehouse has {rows}")
-        os.chmod(tmp, 0o600)
-        fsync_file(tmp)
-        os.replace(tmp, final)
+        store.commit_file(relative, tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(final.parent)
     return {"file": relative, "rows": rows, "stamp": stamp}
 
 
-def view_sql(lake: Path, table: str, entry: dict) -> str | None:
-    """The select a published view runs: exactly the manifest's files, columns in the warehouse's order and
-    types. None when the table has no partition yet (the caller creates an empty table instead)."""
-    files = [str((Path(lake) / part["file"]).resolve()) for _, part in sorted(entry["parts"].items())]
+def view_sql(lake: Lake, table: str, entry: dict) -> str | None:
+    """The select a published view runs: exactly the manifest's files (absolute paths or s3:// URLs), columns
+    in the warehouse's order and types. None when the table has no partition yet (the caller creates an empty
+    table instead)."""
+    store = open_store(lake)
+    files = [store.url(part["file"], absolute=True) for _, part in sorted(entry["parts"].items())]
     if not files:
         return None
     column = entry["partition_column"]
     select = ", ".join(f"{sql_identifier(name)}::{kind} as {sql_identifier(name)}" for name, kind in entry["columns"])
-    listed = ", ".join(sql_literal(Path(f)) for f in files)
+    listed = ", ".join(sql_literal(f) for f in files)
     return (
         f"select {select} from read_parquet([{listed}], hive_partitioning = true, "
         f"hive_types = {{'{column}': date}}, union_by_name = true)"
     )
 
 
-def write_manifest(lake: Path, manifest: dict) -> Path:
-    """`_manifest.json`, replaced by rename: a direct reader sees the previous publish's files or these."""
-    path = Path(lake) / MANIFEST
-    _write_json(path, manifest)
-    return path
+def _encode(manifest: dict) -> bytes:
+    return (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def record_generation(lake: Path, manifest: dict) -> None:
-    """`_manifests/<generation>.json`, before the published file is renamed into place: a crash before the
-    rename still leaves these files protected from garbage collection until a later publish succeeds."""
-    history = Path(lake) / MANIFESTS
-    _private_dir(history)
-    _write_json(history / f"{manifest['generation']}.json", manifest)
+def write_manifest(lake: Lake, manifest: dict, *, expected: str | None) -> str:
+    """`_manifest.json`, replaced only if it is still the version read (expected: its token, None when there
+    was none): renamed into place in a folder, a conditional put on S3 (If-Match / If-None-Match). A direct
+    reader sees the previous publish's files or these. Raises LakeConflict, naming the object, when another
+    publisher replaced it since. Returns where it went."""
+    store = open_store(lake)
+    store.replace(MANIFEST, _encode(manifest), expected)
+    return store.url(MANIFEST)
 
 
-def _write_json(path: Path, document: dict) -> None:
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.chmod(tmp, 0o600)
-    fsync_file(tmp)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+def check_unchanged(lake: Lake, expected: str | None) -> None:
+    """Fail early, before the published file is replaced, when another publisher replaced the manifest since
+    it was read (write_manifest's conditional put is what decides; this only narrows the window)."""
+    store = open_store(lake)
+    found = store.read(MANIFEST)
+    if (found[1] if found else None) != expected:
+        raise LakeConflict(f"{store.url(MANIFEST)}: changed since this publish read it (another publisher wrote it)")
 
 
-def collect_garbage(lake: Path, previous_generation: str | None) -> list[str]:
+def record_generation(lake: Lake, manifest: dict) -> None:
+    """`_manifests/<generation>.json` (a new object: If-None-Match on S3), before the published file is
+    renamed into place: a crash before the rename still leaves these files protected from garbage collection
+    until a later publish succeeds."""
+    open_store(lake).create(f"{MANIFESTS}/{manifest['generation']}.json", _encode(manifest))
+
+
+def abandon_generation(lake: Lake, manifest: dict) -> list[str]:
+    """Delete what a publish that lost the race wrote: its `_manifests/<generation>.json` and its own part
+    files (named after its generation, so no other manifest names them). Returns the removed keys."""
+    store = open_store(lake)
+    suffix = f"/part-{manifest['generation']}.parquet"
+    own = sorted(f for f in manifest_files(manifest) if f.endswith(suffix))
+    record = f"{MANIFESTS}/{manifest['generation']}.json"
+    present = set(store.list(f"{MANIFESTS}/"))
+    for key in [*own, *([record] if record in present else [])]:
+        store.delete(key)
+    return own
+
+
+def collect_garbage(lake: Lake, previous_generation: str | None) -> list[str]:
     """Delete partition files no reader can need: those named by no manifest of the previous published
-    generation or a newer one. A reader holding the previous published file keeps working; one holding an
-    older file may not. Returns the removed files (relative to the lake)."""
-    lake = Path(lake)
-    history = sorted((lake / MANIFESTS).glob("*.json"))
+    generation or a newer one, and older than that generation (a newer one may be another publisher's upload,
+    not recorded yet). A reader holding the previous published file keeps working; one holding an older file
+    may not. Returns the removed files (relative to the lake)."""
+    store = open_store(lake)
+    history = [k for k in store.list(f"{MANIFESTS}/") if k.count("/") == 1 and k.endswith(".json")]
     keep_from = previous_generation or ""
     keep: set[str] = set()
-    for path in history:
-        if path.stem >= keep_from:
-            keep |= manifest_files(json.loads(path.read_text(encoding="utf-8")))
+    for key in history:
+        if _stem(key) >= keep_from and (found := store.read(key)) is not None:
+            keep |= manifest_files(json.loads(found[0].decode("utf-8")))
     removed = []
     for spec in LAKE_TABLES:
-        root = lake / spec.name
-        if not root.is_dir():
-            continue
-        for file in sorted(root.rglob("*")):
-            relative = file.relative_to(lake).as_posix()
-            if file.is_file() and relative not in keep:
-                file.unlink()
-                removed.append(relative)
-        for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
-            if not any(folder.iterdir()):
-                folder.rmdir()
-    for path in history:
-        if path.stem < keep_from:
-            path.unlink()
-    for leftover in [*lake.glob(f"{MANIFEST}.tmp-*"), *(lake / MANIFESTS).glob("*.tmp-*")]:
-        leftover.unlink()  # a manifest a crashed publish was writing (the run lock: no other publish is live)
+        for key in store.list(f"{spec.name}/"):
+            # a newer generation's file no manifest names yet: another publisher's upload in flight
+            if key not in keep and (not keep_from or _generation_of(key) < keep_from):
+                store.delete(key)
+                removed.append(key)
+    for key in history:
+        if _stem(key) < keep_from:
+            store.delete(key)
+    store.tidy(spec.name for spec in LAKE_TABLES)
     return removed
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)  # prompts hold user data: the owner only
+def _generation_of(key: str) -> str:
+    """The generation in a part file's name (part-<generation>.parquet); "" for any other name."""
+    name = key.rsplit("/", 1)[-1]
+    return (
+        name.removeprefix("part-").removesuffix(".parquet")
+        if name.startswith("part-") and name.endswith(".parquet")
+        else ""
+    )
+
+
+def _stem(key: str) -> str:
+    return key.rsplit("/", 1)[-1].removesuffix(".json")

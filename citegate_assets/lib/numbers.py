@@ -47,6 +47,7 @@ unit (or none). A claim quantity with a unit is NOT matched by a bare number in 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["Quantity", "extract_quantities", "missing_quantities"]
@@ -277,3 +278,17 @@ def missing_quantities(claim: str, passage: str) -> list[Quantity]:
         if not _present(q, have):
             missing.append(q)
     return missing
+
+
+def canonical(q: Quantity) -> str:
+    """A quantity as stored: "1200 USD", "12 %", "3"."""
+    return f"{q.value} {q.unit}" if q.unit else q.value
+
+
+def numeric_piece(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[str], list[str]]]:
+    """Per (claim, passage): the claim's quantities and those the passage does not hold, canonical (a module-level
+    function, so a step can split its pairs across processes: lib/processes.py)."""
+    return [
+        ([canonical(q) for q in extract_quantities(claim)], [canonical(q) for q in missing_quantities(claim, passage)])
+        for claim, passage in pairs
+    ]

@@ -7,7 +7,8 @@ holds the old inode); new connections open the new one.
 
 publish_lake() (the nightly job, issue 16): the large per-day tables become views over the lake's Parquet
 day partitions (lib/lake.py), written only for the days that changed, and the small tables are copied, so
-publishing costs seconds whatever the history. publish_copy() copies every table (the whole file).
+publishing costs seconds whatever the history. The lake may be on S3-compatible storage (lib/lake_store.py):
+the published file stays local and its views name s3:// URLs. publish_copy() copies every table (the whole file).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from citegate_assets.lib import lake as lake_module
+from citegate_assets.lib import lake_store
 from citegate_assets.lib.durable import fsync_dir, fsync_file
 from citegate_assets.lib.warehouse import connect, sql_identifier, sql_literal
 
@@ -79,51 +81,83 @@ def publish_copy(source: Path, target: Path) -> dict:
     return {"tables": len(expected), "bytes": target.stat().st_size, "path": str(target)}
 
 
-def publish_lake(source: Path, target: Path, lake: Path, *, run_days: Iterable[date] = ()) -> dict:
+def publish_lake(
+    source: Path, target: Path, lake: lake_store.LakeStore | str | os.PathLike, *, run_days: Iterable[date] = ()
+) -> dict:
     """Publish a small DuckDB file: views over the lake's day partitions plus copies of the small tables.
 
-    The partitions that changed since the last publish (lib/lake.py: new, different row count or stamp, or
-    one of run_days) are written to new files first; then the published file is built at `<target>.tmp-<pid>`
-    naming exactly the manifest's files, its row counts are checked against `source` table by table, and it
-    is renamed over `target`; then the lake manifest is replaced and the files no reader can need any more
-    are deleted. A crash anywhere leaves the previous published file and everything it names readable.
-    Costs the changed partitions plus the small tables, whatever the history.
-    Returns {"tables", "views", "bytes", "path", "written", "removed", "generation"}.
+    lake: a folder or an s3:// URI (lib/lake_store.py). The partitions that changed since the last publish
+    (lib/lake.py: new, different row count or stamp, or one of run_days) are written to new files first; then
+    the published file is built at `<target>.tmp-<pid>` naming exactly the manifest's files, its row counts are
+    checked against `source` table by table (reading the views: on S3, through s3fs), and it is renamed over
+    `target`; then the lake manifest is replaced, only if it is still the version read at the start (a
+    conditional put on S3), and the files no reader can need any more are deleted. A crash anywhere leaves the
+    previous published file and everything it names readable. When another publisher replaced the manifest
+    meanwhile, this one fails with LakeConflict naming the object, puts the previous published file back and
+    deletes what it wrote. Costs the changed partitions plus the small tables, whatever the history.
+    Returns {"tables", "views", "bytes", "path", "written", "removed", "generation", "lake"}.
     """
-    source, target, lake = Path(source), Path(target), Path(lake)
+    source, target = Path(source), Path(target)
     if not source.is_file():
         raise FileNotFoundError(f"{source}: no DuckDB database to publish")
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     remove_stale_temporaries(target)
     _remove(tmp)
-    previous = lake_module.read_manifest(lake).get("generation")
+    store = lake_store.open_store(lake)
+    try:
+        return _publish_lake(source, target, tmp, store, run_days)
+    finally:
+        store.close()
+
+
+def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeStore, run_days: Iterable[date]) -> dict:
+    old, token = lake_module.read_manifest_versioned(store)
+    previous = old.get("generation")
     generation = lake_module.new_generation()
+    backup = tmp.with_name(tmp.name + ".prev")  # the published file in force, put back if we lose the race
     try:
         with connect(source, read_only=True) as con:
-            manifest, written = lake_module.export_changed(con, lake, generation=generation, force_days=run_days)
+            store.register(con)
+            manifest, written = lake_module.export_changed(
+                con, store, generation=generation, force_days=run_days, old=old
+            )
             expected = _row_counts(con)
             source_db = con.sql("select current_database()").fetchall()[0][0]
             alias = "pub" if source_db != "pub" else "pub_copy"
             con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
             try:
-                _fill_published(con, source_db, alias, lake, manifest, expected)
+                _fill_published(con, source_db, alias, store, manifest, expected)
                 con.execute(f"checkpoint {alias}")
             finally:
                 con.execute(f"detach {alias}")
         with connect(tmp, read_only=True) as con:
+            store.register(con)
             copied = _row_counts(con, views=True)
         _check_counts(expected, copied)
         os.chmod(tmp, 0o600)
         fsync_file(tmp)
-        lake_module.record_generation(lake, manifest)
+        lake_module.record_generation(store, manifest)
+        lake_module.check_unchanged(store, token)
+        kept_previous = _hard_link(target, backup)
         os.replace(tmp, target)
-    except BaseException:
-        _remove(tmp)
+        fsync_dir(target.parent)
+        try:
+            lake_module.write_manifest(store, manifest, expected=token)
+        except lake_module.LakeConflict:
+            if kept_previous:
+                os.replace(backup, target)
+            else:
+                target.unlink(missing_ok=True)
+            fsync_dir(target.parent)
+            raise
+    except lake_module.LakeConflict:
+        lake_module.abandon_generation(store, manifest)
         raise
-    fsync_dir(target.parent)
-    lake_module.write_manifest(lake, manifest)
-    removed = lake_module.collect_garbage(lake, previous)
+    finally:
+        _remove(tmp)
+        backup.unlink(missing_ok=True)
+    removed = lake_module.collect_garbage(store, previous)
     return {
         "tables": len(expected),
         "views": len(manifest["tables"]),
@@ -132,11 +166,27 @@ def publish_lake(source: Path, target: Path, lake: Path, *, run_days: Iterable[d
         "written": {t: parts for t, parts in written.items() if parts},
         "removed": len(removed),
         "generation": generation,
+        "lake": store.root,
     }
 
 
+def _hard_link(target: Path, link: Path) -> bool:
+    """A second name for the published file in force (no copy), to put it back; False when there is none."""
+    link.unlink(missing_ok=True)
+    try:
+        os.link(target, link)
+    except OSError:  # no published file yet, or a filesystem without hard links
+        return False
+    return True
+
+
 def _fill_published(
-    con: duckdb.DuckDBPyConnection, source_db: str, alias: str, lake: Path, manifest: dict, tables: dict[str, int]
+    con: duckdb.DuckDBPyConnection,
+    source_db: str,
+    alias: str,
+    lake: lake_store.LakeStore,
+    manifest: dict,
+    tables: dict[str, int],
 ) -> None:
     """The lake tables as views over their manifest files, every other table copied."""
     for qualified in tables:
@@ -175,10 +225,10 @@ def _check_counts(expected: dict[str, int], copied: dict[str, int]) -> None:
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove `<target>.tmp-<pid>` copies (and their .wal) of publishes whose process is gone."""
+    """Remove `<target>.tmp-<pid>` copies (and their .wal, and .prev links) of publishes whose process is gone."""
     removed = []
     for tmp in Path(target).parent.glob(f"{Path(target).name}.tmp-*"):
-        pid = tmp.name.rsplit(".tmp-", 1)[1].removesuffix(".wal")
+        pid = tmp.name.rsplit(".tmp-", 1)[1].removesuffix(".wal").removesuffix(".prev")
         if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
             continue
         tmp.unlink(missing_ok=True)

@@ -16,6 +16,7 @@ PASSAGE_SOURCES = {
     "retrieved": "passage as retrieved: no section of the prompt holds the cited chunk",
 }
 NO_PASSAGE = "no passage: the cited chunk is not in the prompt and was never retrieved"
+TEXT_REMOVED = "(text removed: [retention] text_days or citegate forget)"  # docs/retention.md
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -108,8 +109,8 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
     lines = [
         f"  {ident(e['citation_id'])}  [{safe(status)}]  surface={safe(e['surface'])}  day={e['day']}  "
         f"owner={safe(e['owner'])}",
-        _wrap("claim", e["claim"]),
-        _wrap("span", e["span"]),
+        _wrap("claim", TEXT_REMOVED if e["claim"] is None else e["claim"]),
+        _wrap("span", TEXT_REMOVED if e["span"] is None else e["span"]),
         f"    {'chunk':<12}{safe(e['chunk_id'])}  ({source})",
         _wrap("passage", passage, n=10**9),  # already cut around the span
         f"    {'provenance':<12}{prov}",
@@ -146,8 +147,10 @@ def render_groups(groups: list[dict], entries: list[dict]) -> str:
     return "\n".join(out)
 
 
-def render_context(prompt: str, start: int | None, end: int | None, context_chars: int = 300) -> str:
+def render_context(prompt: str | None, start: int | None, end: int | None, context_chars: int = 300) -> str:
     """The normalized prompt around [start, end), the span marked with »« ."""
+    if prompt is None:
+        return f"    prompt {TEXT_REMOVED}"
     if start is None or end is None:
         return "(no location in the prompt)"
     lo, hi = max(0, start - context_chars), min(len(prompt), end + context_chars)

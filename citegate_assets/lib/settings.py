@@ -21,7 +21,9 @@ Precedence, the same for every setting:
 
 Relative flags and environment values are relative to the current directory; so are the defaults
 (never the installed package). The reviews log, the labels and the Dagster home belong to a
-warehouse, so by default they sit beside it: two warehouses never share reviews or labels.
+warehouse, so by default they sit beside it: two warehouses never share reviews or labels. The lake may also
+be an object-store URI (s3://bucket/prefix, docs/object-storage.md), kept as it is: Settings.lake is then a
+str, never resolved as a path.
 
 Built-in data (SQL, the demo labels, the default dagster.yaml, the metrics lock) is read as package
 resources, so a wheel install works anywhere; in a source checkout those resources are symlinks to the
@@ -37,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
+from typing import Literal, overload
 
 BUILTIN_CONFIG = "<built-in>"  # as a --config / config_file value: use the built-in defaults, no file
 
@@ -89,7 +92,7 @@ class Settings:
     reviews: Path
     labels: Path
     dagster_home: Path
-    lake: Path  # the day partitions the published copy's views read (lib/lake.py)
+    lake: Path | str  # the day partitions the published copy's views read (lib/lake.py); str: an s3:// URI
     # name -> (kind, text): kind is flag | env | config | default | demo; text says it for a person
     sources: Mapping[str, tuple[str, str]] = field(default_factory=dict, hash=False)
 
@@ -142,7 +145,7 @@ def resolve(
         reviews=at.beside("reviews", reviews, warehouse=db, config=config_file),
         labels=at.beside("labels", labels, warehouse=db, config=config_file),
         dagster_home=at.beside("dagster_home", dagster_home, warehouse=db, config=config_file),
-        lake=at.beside("lake", lake, warehouse=db, config=config_file),
+        lake=at.beside_or_uri("lake", lake, warehouse=db, config=config_file),
         sources=at.sources,
     )
 
@@ -164,11 +167,22 @@ def resolve_top(name: str, flag: Flag = None, *, env: Env = None, cwd: Flag = No
     return _Resolution(env, cwd).top(name, flag)
 
 
+@overload
+def resolve_beside(  # type: ignore[overload-overlap]
+    name: Literal["lake"], flag: Flag = None, *, warehouse: Path, config: Path | None, env: Env = None, cwd: Flag = None
+) -> Path | str: ...
+@overload
 def resolve_beside(
     name: str, flag: Flag = None, *, warehouse: Path, config: Path | None, env: Env = None, cwd: Flag = None
-) -> Path:
-    """published, reviews, labels or dagster_home: the flag, the environment, the config file's value
-    (reviews, labels), then the default beside the warehouse."""
+) -> Path: ...
+def resolve_beside(
+    name: str, flag: Flag = None, *, warehouse: Path, config: Path | None, env: Env = None, cwd: Flag = None
+) -> Path | str:
+    """published, reviews, labels, dagster_home or lake: the flag, the environment, the config file's value
+    (reviews, labels, lake), then the default beside the warehouse. The lake may be an s3:// URI, returned
+    as it is (a str), never resolved as a path."""
+    if name == "lake":
+        return _Resolution(env, cwd).beside_or_uri(name, flag, warehouse=warehouse, config=config)
     return _Resolution(env, cwd).beside(name, flag, warehouse=warehouse, config=config)
 
 
@@ -226,16 +240,24 @@ class _Resolution:
         return _absolute(chosen if chosen is not None else TOP_DEFAULTS[name], self.base)
 
     def beside(self, name: str, flag: str | os.PathLike | None, *, warehouse: Path, config: Path | None) -> Path:
+        found = self.beside_or_uri(name, flag, warehouse=warehouse, config=config)
+        if isinstance(found, str):
+            raise SettingsError(f"{name}: {found} is a URI; only the lake may be on object storage")
+        return found
+
+    def beside_or_uri(
+        self, name: str, flag: str | os.PathLike | None, *, warehouse: Path, config: Path | None
+    ) -> Path | str:
         chosen = self.explicit(name, flag)
         if chosen is not None:
-            return _absolute(chosen, self.base)
+            return chosen.rstrip("/") if _is_uri(chosen) else _absolute(chosen, self.base)
         if name in CONFIG_KEYS and config is not None:
             section, key = CONFIG_KEYS[name]
             raw = self.raw_config(config)
             value = raw.get(section, {}).get(key) if isinstance(raw.get(section), dict) else None
             if isinstance(value, str) and value.strip():
                 self.sources[name] = ("config", f"from {config.name} [{section}].{key}")
-                return _absolute(value, config.parent)
+                return value.strip().rstrip("/") if _is_uri(value.strip()) else _absolute(value, config.parent)
         self.sources[name] = ("default", f"default: {DEFAULTS[name]}")
         return {
             "published": warehouse.with_name(warehouse.stem + ".published.duckdb"),
@@ -244,6 +266,11 @@ class _Resolution:
             "dagster_home": warehouse.parent / "dagster_home",
             "lake": warehouse.with_name(warehouse.stem + ".lake"),
         }[name]
+
+
+def _is_uri(value: str) -> bool:
+    """An object-store URI (s3://bucket/prefix): kept as it is, never resolved as a path."""
+    return "://" in value
 
 
 def _absolute(value: str | os.PathLike, base: Path) -> Path:

@@ -47,12 +47,16 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
             ) from None
         raise
     try:
+        if read_only and path != ":memory:":
+            from citegate_assets.lib.lake_store import register_for_views
+
+            register_for_views(con)  # views over a lake on S3 read through s3fs (docs/object-storage.md)
         yield con
     finally:
         con.close()
 
 
-SCHEMA_VERSION = 9  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
+SCHEMA_VERSION = 10  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
 
 
 class SchemaError(RuntimeError):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
+
+from ..processes import map_pieces
 
 VERDICTS = ("yes", "partial", "no")
 FAILURES = ("unparseable", "error")  # never a pass; `error` is never cached
@@ -40,22 +43,41 @@ class Judge(Protocol):
         ...
 
 
-def judge_in_process(
-    requests: list[JudgeRequest], verdict_of: Callable[[str, str], str], progress: Progress | None = None
-) -> list[JudgeResult]:
-    """An offline judge's pass over the pairs: verdict_of(passage, claim) per pair, timed; a pair that raises is
-    an `error` verdict (never a pass), and the others are still judged."""
-    results: list[JudgeResult] = []
-    total = len(requests)
-    for i, req in enumerate(requests, 1):
+def verdict_piece(
+    verdict_of: Callable[[str, str], str], pairs: Sequence[tuple[str, str]]
+) -> list[tuple[str, str | None, float]]:
+    """(verdict, error text or None, latency ms) per pair; a pair that raises is an error, the others are judged."""
+    out: list[tuple[str, str | None, float]] = []
+    for passage, claim in pairs:
         started = time.perf_counter()
         try:
-            verdict = verdict_of(req.passage, req.claim)
-            result = JudgeResult(key=req.key, verdict=verdict, raw_answer=verdict)
+            verdict, error = verdict_of(passage, claim), None
         except Exception as exc:  # a judge never raises for one bad pair
-            result = JudgeResult(key=req.key, verdict="error", raw_answer=f"{type(exc).__name__}: {exc}")
-        result.latency_ms = (time.perf_counter() - started) * 1000.0
-        results.append(result)
-        if progress is not None:
-            progress(i, total)
-    return results
+            verdict, error = "error", f"{type(exc).__name__}: {exc}"
+        out.append((verdict, error, (time.perf_counter() - started) * 1000.0))
+    return out
+
+
+def judge_in_process(
+    requests: list[JudgeRequest],
+    verdict_of: Callable[[str, str], str],
+    progress: Progress | None = None,
+    workers: int = 1,
+) -> list[JudgeResult]:
+    """An offline judge's pass over the pairs: verdict_of(passage, claim) per pair, timed; a pair that raises is
+    an `error` verdict (never a pass), and the others are still judged. workers > 1: a large pass is split across
+    that many spawned processes (lib/processes.py; verdict_of must pickle), with the same results in order."""
+    total = len(requests)
+    pairs = [(req.passage, req.claim) for req in requests]
+    report = (lambda done: progress(done, total)) if progress is not None else None
+    scored = map_pieces(partial(verdict_piece, verdict_of), pairs, workers, report)
+    if scored is None:
+        scored = []
+        for pair in pairs:
+            scored.extend(verdict_piece(verdict_of, [pair]))
+            if report is not None:
+                report(len(scored))
+    return [
+        JudgeResult(key=req.key, verdict=verdict, raw_answer=error or verdict, latency_ms=latency_ms)
+        for req, (verdict, error, latency_ms) in zip(requests, scored, strict=True)
+    ]

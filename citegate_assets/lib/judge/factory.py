@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..config import JudgeConfig
+from ..processes import worker_count
 from .base import Judge
 from .heuristic import HEURISTIC_MODEL
 from .lexical import LEXICAL_MODEL
@@ -33,7 +34,10 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     env = os.environ if env is None else env
     cfg = effective_judge_config(cfg, env)
     if not cfg.base_url:
-        return make_offline_judge(str(getattr(cfg, "offline", DEFAULT_OFFLINE) or DEFAULT_OFFLINE))
+        return make_offline_judge(
+            str(getattr(cfg, "offline", DEFAULT_OFFLINE) or DEFAULT_OFFLINE),
+            worker_count(int(getattr(cfg, "workers", 0) or 0)),
+        )
     from .openai_judge import JudgeSettings, OpenAIJudge
 
     settings = JudgeSettings(
@@ -63,7 +67,7 @@ def make_secondary_judge(
     if secondary is None:
         return None
     if not secondary.base_url and not secondary.model:
-        return make_offline_judge(secondary.offline)
+        return make_offline_judge(secondary.offline, worker_count(int(getattr(cfg, "workers", 0) or 0)))
     env = os.environ if env is None else env
     if primary_base_url is None:
         primary_base_url = effective_judge_config(cfg, env).base_url
@@ -83,16 +87,17 @@ def make_secondary_judge(
     return make_judge(own, env={k: v for k, v in env.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
 
 
-def make_offline_judge(name: str = DEFAULT_OFFLINE) -> Judge:
-    """The offline judge by its [judge] offline name: "lexical" (the default) or "heuristic"."""
+def make_offline_judge(name: str = DEFAULT_OFFLINE, workers: int = 1) -> Judge:
+    """The offline judge by its [judge] offline name: "lexical" (the default) or "heuristic"; workers: the
+    processes a large pass is split across (lib/processes.py)."""
     if name == "heuristic":
         from .heuristic import HeuristicJudge
 
-        return HeuristicJudge()
+        return HeuristicJudge(workers)
     if name == "lexical":
         from .lexical import LexicalJudge
 
-        return LexicalJudge()
+        return LexicalJudge(workers=workers)
     raise ValueError(f"[judge] offline: unknown offline judge {name!r}; expected one of {sorted(OFFLINE_JUDGES)}")
 
 

@@ -657,5 +657,8 @@ class HeuristicJudge:
 
     model = HEURISTIC_MODEL
 
+    def __init__(self, workers: int = 1):
+        self.workers = workers  # processes for a large pass (lib/processes.py)
+
     def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
-        return judge_in_process(requests, heuristic_verdict, progress)
+        return judge_in_process(requests, heuristic_verdict, progress, self.workers)

@@ -45,7 +45,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
@@ -338,11 +338,10 @@ class LexicalJudge:
 
     model = LEXICAL_MODEL
 
-    def __init__(self, weights: Weights | None = None):
+    def __init__(self, weights: Weights | None = None, workers: int = 1):
         self.weights = weights or load_weights()
         self.model = self.weights.model
+        self.workers = workers  # processes for a large pass (lib/processes.py)
 
     def judge(self, requests: list[JudgeRequest], progress: Progress | None = None) -> list[JudgeResult]:
-        return judge_in_process(
-            requests, lambda passage, claim: lexical_verdict(passage, claim, self.weights), progress
-        )
+        return judge_in_process(requests, partial(lexical_verdict, weights=self.weights), progress, self.workers)

@@ -1,0 +1,71 @@
+"""Processes for the pure-Python work of a step (the offline judge, the numeric check): the code runs one
+item at a time in the interpreter, so a step uses every core only when its items are split across processes.
+
+Spawned, never forked (polars and DuckDB threads are running in the parent). One pool per worker count per
+process, reused by every call of a step and closed at exit: starting processes costs about a second, so a
+call with fewer than MIN_ITEMS items stays in this process."""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+AUTO_MAX = 4  # `workers = 0` (auto): the cores, at most this many
+MIN_ITEMS = 512  # below this a call is quicker in process than the pickling round trip
+PIECE = 256  # items per task at most: small enough to keep every worker busy to the end, large enough to amortize
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def worker_count(configured: int) -> int:
+    """The processes a step may use: `configured` when positive, else the cores (at most AUTO_MAX)."""
+    if configured > 0:
+        return configured
+    return max(1, min(os.cpu_count() or 1, AUTO_MAX))
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    pool = _pools.get(workers)
+    if pool is None:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        _pools[workers] = pool
+    return pool
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _pools.values():
+        pool.shutdown(wait=True, cancel_futures=True)
+    _pools.clear()
+
+
+def map_pieces(
+    work: Callable[[Sequence[Any]], list[Any]],
+    items: Sequence[Any],
+    workers: int,
+    on_piece: Callable[[int], None] | None = None,
+) -> list[Any] | None:
+    """work(piece) for consecutive pieces of items, split across `workers` spawned processes, concatenated in
+    the items' order (work must pickle: a module-level function or a partial of one, and return one result
+    per item). None when the call is too small to be worth it, or the pool broke (a worker was killed): the
+    caller then does the work in process."""
+    if workers <= 1 or len(items) < MIN_ITEMS:
+        return None
+    piece = max(1, min(PIECE, -(-len(items) // workers)))  # every worker gets a piece of a short call
+    try:
+        pool = _pool(workers)
+        futures: list[Future] = [pool.submit(work, items[i : i + piece]) for i in range(0, len(items), piece)]
+        out: list[Any] = []
+        for future in futures:
+            out.extend(future.result())
+            if on_piece is not None:
+                on_piece(len(out))
+        return out
+    except BrokenProcessPool:
+        _pools.pop(workers, None)
+        return None
