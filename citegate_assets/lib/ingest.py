@@ -83,8 +83,6 @@ BATCH_LINES = 2000
 BATCH_BYTES = 8 * 1024 * 1024  # a batch's working set is ~20x its bytes; 8 MB keeps the peak under ~0.5 GB, flat
 # DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
 # Ingest only appends and looks up request ids: 64 MiB keeps the peak flat (a batch may spill a little to disk).
-# (Measured on the 100,000-request day: a 512 MiB cap with a 256 MiB checkpoint threshold, and no cap at all, were
-# both slower than this: 445 s and > 390 s against 370 s; BENCHMARKS.md, session 5.)
 INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
 LINE_MEMORY_FACTOR = 4  # a batch's limit grows by 4x its longest line: a 32 MiB line's raw_line needs ~2 pinned copies
 
