@@ -10,7 +10,6 @@ its own process on 127.0.0.1 and every page is fetched over HTTP with a signed-i
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import socket
@@ -18,9 +17,10 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 from urllib.parse import urlencode
+
+from benchmarks.sample_run import generated_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 300.0
@@ -34,18 +34,7 @@ def base_run(work: Path) -> Path:
         return published
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    from citegate_assets.lib.loggen import generate_logs
-    from citegate_assets.pipeline import RunPlan, run_range
-
-    generate_logs(root / "landing", days=2, requests_per_day=200, seed=3)
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    os.environ["DAGSTER_HOME"] = str(home)
-    os.environ["CITEGATE_REVIEWS"] = str(root / "reviews")
-    plan = RunPlan(date(2026, 11, 2), date(2026, 11, 3))
-    if not run_range(plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success:
-        raise RuntimeError("the base run failed")
+    generated_run(root, days=2, requests_per_day=200, seed=3)
     return published
 
 

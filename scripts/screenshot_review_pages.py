@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -25,19 +24,10 @@ WIDTH, HEIGHT = 1400, 1000
 
 
 def demo_warehouse(root: Path) -> Path:
-    from citegate_assets.lib.loggen import generate_logs
-    from citegate_assets.pipeline import RunPlan, run_range
+    sys.path.insert(0, str(ROOT))  # run as a file: the project's root holds benchmarks/
+    from benchmarks.sample_run import generated_run
 
-    generate_logs(root / "landing", days=14, requests_per_day=40, seed=5)  # two weeks: the chart draws lines
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    os.environ["DAGSTER_HOME"] = str(home)
-    os.environ["CITEGATE_REVIEWS"] = str(root / "reviews")
-    plan = RunPlan(date(2026, 11, 2), date(2026, 11, 15))
-    if not run_range(plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success:
-        raise SystemExit("the demo run failed")
-    return root / "w.duckdb"
+    return generated_run(root, days=14, requests_per_day=40, seed=5)  # two weeks: the chart draws lines
 
 
 def richest_entry(warehouse: Path) -> str:

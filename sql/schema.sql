@@ -67,13 +67,15 @@ create table if not exists retrievals (
     position integer not null,           -- 0-based index in the logged `retrieved` array
     doc_id varchar,
     chunking varchar,
-    text varchar,                        -- null: dropped by retention or forget (schema 10)
+    text varchar,                        -- null: dropped by retention or forget (schema 10), or in prompt_raw (raw_start)
     text_normalized varchar,             -- schema 9: null when it is prompts.prompt_normalized[prompt_start, prompt_end)
     in_prompt boolean not null,          -- a context section resolves to this chunk
     text_source varchar,                 -- schema 4: 'prompt' when an adapter took the text from the prompt (no
                                          -- text in the trace), else the retriever's own (null)
     prompt_start integer,                -- schema 9: the first section holding this chunk, when its body is exactly
-    prompt_end integer                   -- the normalized text: [prompt_start, prompt_end) in prompt_normalized
+    prompt_end integer,                  -- the normalized text: [prompt_start, prompt_end) in prompt_normalized
+    raw_start integer,                   -- schema 11: where the text as logged stands verbatim in prompts.prompt_raw,
+    raw_end integer                      -- text is null and [raw_start, raw_end) of prompt_raw holds it
 );
 
 create table if not exists citations (

@@ -18,9 +18,10 @@ from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.landing import landing_entries, landing_root, open_entry
 from citegate_assets.lib.lines import ReadState, open_stream, read_lines
 from citegate_assets.lib.numbers import missing_quantities
+from citegate_assets.lib.passages import cited_passages
 from citegate_assets.lib.provenance import check_provenance
 from citegate_assets.lib.records import Record, parse_line
-from citegate_assets.lib.warehouse import connect, ensure_schema, query
+from citegate_assets.lib.warehouse import connect, ensure_schema
 
 from .helpers import scenario_record
 
@@ -37,15 +38,15 @@ def _pipeline(tmp_path: Path, landing: Path, config) -> tuple[dict, dict]:
         rows = con.sql(
             "select citation_id, reason, found_start, found_end, chunk_share_in_prompt from provenance_results"
         ).fetchall()
-        passages = query(
-            con, "support/passages", {"start": date(2020, 1, 1), "end": date(2027, 1, 1), "buckets": 1, "bucket": 0}
-        ).fetchall()
+        passages = (
+            cited_passages(con, date(2020, 1, 1), date(2027, 1, 1)).select("citation_id", "claim", "passage").rows()
+        )
     results = {
         cid: (reason, start, end, None if share is None else round(share, 4)) for cid, reason, start, end, share in rows
     }
     numeric = {
         cid: sorted(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
-        for cid, _, _, _, _, claim, passage, _ in passages
+        for cid, claim, passage in passages
     }
     return results, numeric
 

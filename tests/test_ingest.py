@@ -251,6 +251,12 @@ RETRIEVED_TEXT = (
 )
 
 
+RAW_TEXT = (
+    "select request_id, position, coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start)) "
+    "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
+)
+
+
 def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
     """The generated logs (every template, json/text/python_repr prompts, malformed lines) into a new warehouse."""
     from citegate_assets.lib import ingest as ingest_module
@@ -269,8 +275,8 @@ def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
 
 
 def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
-    """Schema 9: a normalized retrieved text that stands whole in the prompt is not stored a second time; readers
-    get it back from prompt_normalized, identical to the text stored before."""
+    """Schemas 9 and 11: a retrieved text that stands whole in the prompt is not stored a second time, normalized or
+    as logged; readers get it back from prompt_normalized and prompt_raw, identical to the text stored before."""
     from citegate_assets.lib.warehouse import connect
 
     before = _ingest_generated(tmp_path, config, monkeypatch, once=False)
@@ -288,8 +294,19 @@ def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
         ).fetchall()
         assert (rows_new, unlocated) == (rows, 0)
         assert once > rows / 2 and stored_new < stored_old / 2  # most chunks reach their prompt whole
-        # the raw text as logged is kept for every retrieval
-        assert new.sql("select count(*) from retrievals where text is null").fetchall() == [(0,)]
+        # schema 11: the text as logged, where it stands verbatim in prompt_raw, is read back from there
+        assert new.sql(RAW_TEXT).fetchall() == old.sql(RAW_TEXT).fetchall()
+        [(in_raw, unplaced, raw_old)] = old.sql(
+            "select count(*) filter (where raw_start is not null), count(*) filter (where text is null), "
+            "sum(strlen(text)) from retrievals"
+        ).fetchall()
+        assert (in_raw, unplaced) == (0, 0)
+        [(in_raw, unplaced, raw_new)] = new.sql(
+            "select count(*) filter (where raw_start is not null), "
+            "count(*) filter (where (text is null) <> (raw_start is not null)), sum(strlen(text)) from retrievals"
+        ).fetchall()
+        # the generated prompts are text, json and python_repr: only a plain-text prompt holds the text verbatim
+        assert in_raw > rows / 5 and unplaced == 0 and raw_new < raw_old
 
 
 def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypatch):
@@ -314,3 +331,23 @@ def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypat
     with connect(after, read_only=True) as new:
         assert migrated == new.sql(layout).fetchall()
     assert nullable == "YES"
+
+
+def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypatch):
+    """A schema 10 warehouse (retrieved text as logged stored in every row) is upgraded in place, nothing rewritten:
+    its rows read back the same through the readers' coalesce."""
+    from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema
+
+    reference = _ingest_generated(tmp_path, config, monkeypatch, once=False)
+    path = tmp_path / "schema10.duckdb"
+    path.write_bytes(reference.read_bytes())
+    with connect(path) as con:
+        con.execute("alter table retrievals drop column raw_start")
+        con.execute("alter table retrievals drop column raw_end")
+        con.execute("delete from schema_version")
+        con.execute("insert into schema_version values (10, now())")
+    with connect(path) as con, connect(reference, read_only=True) as ref:
+        ensure_schema(con)
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
+        assert con.sql(RAW_TEXT).fetchall() == ref.sql(RAW_TEXT).fetchall()
+        assert con.sql("select count(*) from retrievals where raw_start is not null").fetchall() == [(0,)]

@@ -14,8 +14,8 @@ from datetime import date
 import polars as pl
 import pytest
 
-from citegate_assets.defs.support import passages_by_bucket
 from citegate_assets.lib.judge.prompt import render_prompt
+from citegate_assets.lib.passages import cited_passages
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
@@ -70,7 +70,7 @@ def setup(tmp_path, landing, dagster_home, monkeypatch):
 def verdict_rows(warehouse) -> pl.DataFrame:
     """One row per judged citation: its verdict, attempts, cache_hit and the (passage, claim) it was judged on."""
     with connect(warehouse, read_only=True) as con:
-        pairs = passages_by_bucket(con, DAYS).select("citation_id", "passage", "claim")
+        pairs = cited_passages(con, DAYS["start"], DAYS["end"]).select("citation_id", "passage", "claim")
         verdicts = con.sql(
             "select citation_id, verdict, raw_answer, attempts, cache_hit, support_pass from support_verdicts"
         ).pl()

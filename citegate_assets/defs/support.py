@@ -2,7 +2,6 @@
 SPEC section 5)."""
 
 import dagster as dg
-import duckdb
 import polars as pl
 
 from citegate_assets.lib.agreement import SALT as AGREEMENT_SALT
@@ -13,6 +12,7 @@ from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
 from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
 from citegate_assets.lib.judge.openai_judge import OpenAIJudge
 from citegate_assets.lib.numbers import numeric_piece
+from citegate_assets.lib.passages import cited_passages
 from citegate_assets.lib.processes import map_pieces, worker_count
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
@@ -52,7 +52,7 @@ def numeric_checks(
     start, end = partition_days(context)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = passages_by_bucket(con, params)
+        rows = cited_passages(con, start, end)
     pairs = list(zip(rows["claim"].to_list(), rows["passage"].to_list()))
     # pure Python per pair: split across the support gate's processes ([judge] workers) when the day is large
     checked = map_pieces(numeric_piece, pairs, worker_count(citegate_config.config().judge.workers))
@@ -99,7 +99,7 @@ def support_verdicts(
     the_judge = judge.build(config)
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
-        rows = passages_by_bucket(con, params).filter(pl.col("selected"))
+        rows = cited_passages(con, start, end, selected_only=True)
         numeric = dict(query(con, "support/numeric_ok", params).fetchall())
     context.log.info(f"judging {rows.height:,} citations with {the_judge.model}")
 
@@ -183,7 +183,7 @@ def judge_agreement(
         sampled = query(
             con, "support/agreement_pairs", {**params, "salt": AGREEMENT_SALT, "rate": secondary.sample_rate}
         ).pl()
-        texts = passages_by_bucket(con, params).select("citation_id", "claim", "passage")
+        texts = cited_passages(con, start, end).select("citation_id", "claim", "passage")
     items = sampled.join(texts, on="citation_id", how="inner").rename({"citation_id": "item_id"})
     if set(sampled["primary_model"].unique().to_list()) == {the_judge.model}:
         context.log.warning(f"the secondary judge is the primary's model ({the_judge.model}): agreement is trivial")
@@ -258,16 +258,3 @@ def batch_client(cfg: JudgeConfig, the_judge: Judge, warehouse: WarehouseResourc
         ),
         recorded=recorded,
     )
-
-
-# the passages query carries each cited section's text: 8 buckets keep a 100k-request day under DuckDB's 4 GB
-PASSAGE_BUCKETS = 8
-
-
-def passages_by_bucket(con: duckdb.DuckDBPyConnection, params: dict) -> pl.DataFrame:
-    """support/passages for the window, one bucket of requests at a time (bounded join memory)."""
-    parts = [
-        query(con, "support/passages", {**params, "buckets": PASSAGE_BUCKETS, "bucket": b}).pl()
-        for b in range(PASSAGE_BUCKETS)
-    ]
-    return pl.concat(parts)

@@ -162,6 +162,7 @@ def build_frames(
                     r["text"],
                     unescape,
                     r.get("text_source"),
+                    rec.prompt.find(r["text"]) if r["text"] else -1,  # in characters, as DuckDB's substr counts
                 )
             )
         if status == PROFILE_UNKNOWN:
@@ -289,19 +290,24 @@ RETRIEVAL_COLUMNS = [
     "text_normalized",
     "in_prompt",
     "text_source",
+    "raw_at",  # not a column: retrievals_stored_once turns it into raw_start/raw_end
 ]
 
 
 # Schema 9: a retrieved text's normalized form is stored once. Where it equals the body of the first prompt section
 # holding that chunk (most chunks reach the prompt whole), retrievals.text_normalized is null and
-# [prompt_start, prompt_end) locates it in prompts.prompt_normalized. False writes it twice, as schema 8 did
-# (the tests' reference for what readers must get back).
+# [prompt_start, prompt_end) locates it in prompts.prompt_normalized. Schema 11: the same for the text as logged,
+# where it stands verbatim in prompts.prompt_raw (a plain-text prompt; in a JSON-encoded one it is escaped):
+# retrievals.text is null and [raw_start, raw_end) locates it. False writes both twice, as schema 8 did (the tests'
+# reference for what readers must get back).
 STORE_RETRIEVED_TEXT_ONCE = True
 
 
 def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
     """frames.retrievals as stored: text_normalized null, with prompt_start/prompt_end, where the first section
-    resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized)."""
+    resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized);
+    text null, with raw_start/raw_end, where the text as logged stands verbatim in prompt_raw (readers: coalesce
+    with that substring of prompt_raw). Offsets count characters, as DuckDB's substr does."""
     first = (
         frames.sections.filter(pl.col("chunk_id").is_not_null())
         .sort("request_id", "section_no")
@@ -318,14 +324,18 @@ def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
         ),
     )
     same = pl.col("body").is_not_null() & (pl.col("body") == pl.col("text_normalized"))
+    verbatim = pl.col("raw_at") >= 0
     return (
         frames.retrievals.join(bodies, on=["request_id", "chunk_id"], how="left", maintain_order="left")
         .with_columns(
             text_normalized=pl.when(same).then(None).otherwise(pl.col("text_normalized")),
             prompt_start=pl.when(same).then(pl.col("prompt_start")),
             prompt_end=pl.when(same).then(pl.col("prompt_end")),
+            raw_start=pl.when(verbatim).then(pl.col("raw_at")),
+            raw_end=pl.when(verbatim).then(pl.col("raw_at") + pl.col("text").str.len_chars().cast(pl.Int32)),
+            text=pl.when(verbatim).then(None).otherwise(pl.col("text")),
         )
-        .drop("body")
+        .drop("body", "raw_at")
     )
 
 
@@ -373,6 +383,7 @@ def _retrievals(rows: list[tuple]) -> pl.DataFrame:
         "text": pl.String,
         "unescape": pl.String,
         "text_source": pl.String,
+        "raw_at": pl.Int32,  # where the text stands verbatim in prompt_raw, -1: nowhere
     }
     df = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
     return df.with_columns(text_normalized=normalize(pl.col("text"), pl.col("unescape")))

@@ -136,7 +136,7 @@ def parse_batch(
         relations={
             "batch_prompts": frames.prompts,
             "batch_sections": frames.sections,
-            "batch_retrievals": retrievals_stored_once(frames) if store_once else frames.retrievals,
+            "batch_retrievals": retrievals_stored_once(frames) if store_once else frames.retrievals.drop("raw_at"),
             "batch_citations": frames.citations,
             "batch_answer_rejects": frames.answer_rejects,
         },

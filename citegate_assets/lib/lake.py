@@ -136,11 +136,13 @@ def export_changed(
     """Write a new file for every partition that differs from the manifest; return (new manifest, written).
 
     A partition differs when it is new, its row count or its stamp changed, the table's columns changed (a
-    migration: every partition is rewritten), or its day is in force_days (the run's days: a re-run day is
-    rewritten even when nothing about it looks different). Partitions gone from the warehouse leave the
-    manifest. Nothing is deleted here and the manifest in the lake is not touched: publish_lake() does both
-    once the published file that names the new files is in place. old: the manifest in force (read here when
-    None). written: table -> partitions rewritten.
+    migration: every partition is rewritten), its file is missing or not the size it was written with, or its
+    day is in force_days (the run's days: a re-run day is rewritten even when nothing about it looks
+    different). Partitions gone from the warehouse leave the manifest. Each part records the rows and bytes
+    checked when its file was written, so a publish counts an unchanged file without reading it (publish.py).
+    Nothing is deleted here and the manifest in the lake is not touched: publish_lake() does both once the
+    published file that names the new files is in place. old: the manifest in force (read here when None).
+    written: table -> partitions rewritten.
     """
     store = open_store(lake)
     old = read_manifest(store) if old is None else old
@@ -154,19 +156,23 @@ def export_changed(
             raise LakeError(f"the warehouse has no table {spec.name}")
         before = old["tables"].get(spec.name, {})
         same_columns = before.get("columns") == columns
-        present = set(store.list(f"{spec.name}/"))  # one listing per table, not one request per partition
+        present = store.sizes(f"{spec.name}/")  # one listing per table, not one request per partition
         parts: dict[str, dict] = {}
         changed: list[str] = []
         for part, rows, stamp in _fingerprints(con, spec):
             kept = before.get("parts", {}).get(part) if same_columns else None
+            size = present.get(kept["file"]) if kept is not None else None
+            if kept is not None and size is not None and "bytes" not in kept:
+                kept = {**kept, "bytes": size}  # written by a citegate that did not record sizes: as listed
             if (
                 kept is None
-                or kept["file"] not in present  # a lake damaged by hand: write the partition again
+                or size is None  # missing or resized (a lake damaged by hand): write the partition again
+                or size != kept["bytes"]
                 or kept["rows"] != rows
                 or kept.get("stamp") != stamp
                 or (spec.column == "day" and part in forced)
             ):
-                kept = _write_part(con, store, spec, part, rows, stamp, generation)
+                kept = _write_part(con, store, spec, part, rows, stamp, generation, columns)
                 changed.append(part)
             parts[part] = kept
         tables[spec.name] = {"partition_column": spec.column, "columns": columns, "parts": parts}
@@ -208,40 +214,65 @@ def _write_part(
     rows: int,
     stamp: str | None,
     generation: str,
+    columns: list[list[str]],
 ) -> dict:
     """One partition to its own new object: written by DuckDB to a local temporary file, its row count
-    checked, then renamed into place durably (a folder) or uploaded and its size checked (S3)."""
+    checked, then renamed into place durably (a folder) or uploaded and its size checked (S3). Each column
+    carries a Parquet field id (_field_ids), so a view binds from the manifest, not from a file's footer."""
     relative = f"{spec.name}/{spec.column}={part}/part-{generation}.parquet"
     tmp = store.staging(relative)
+    ids = ", ".join(f"{sql_literal(name)}: {i}" for i, (name, _) in _field_ids(columns, spec.column))
     try:
         [(copied,)] = con.execute(
             f"copy (select * exclude ({spec.column}) from {spec.name} where {spec.column} = $part) "
-            f"to {sql_literal(tmp)} (format parquet, compression zstd)",
+            f"to {sql_literal(tmp)} (format parquet, compression zstd, field_ids {{{ids}}})",
             {"part": date.fromisoformat(part)},
         ).fetchall()
         if copied != rows:
             raise LakeError(f"{spec.name} {spec.column}={part}: wrote {copied} rows, the warehouse has {rows}")
-        store.commit_file(relative, tmp)
+        size = tmp.stat().st_size
+        store.commit_file(relative, tmp)  # checks the stored size on S3
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return {"file": relative, "rows": rows, "stamp": stamp}
+    return {"file": relative, "rows": rows, "bytes": size, "stamp": stamp, "field_ids": True}
+
+
+def _field_ids(columns: list[list[str]], partition_column: str) -> list[tuple[int, list[str]]]:
+    """(Parquet field id, [name, type]) of a partition file's columns: 1-based positions among the table's
+    columns, which every part of a table shares (a change of columns rewrites every part)."""
+    return [(i, column) for i, column in enumerate(columns, 1) if column[0] != partition_column]
+
+
+def manifest_rows(entry: dict) -> int:
+    """The rows of a table's manifest entry: each part's count, checked when its file was written."""
+    return sum(part["rows"] for part in entry["parts"].values())
 
 
 def view_sql(lake: Lake, table: str, entry: dict) -> str | None:
     """The select a published view runs: exactly the manifest's files (absolute paths or s3:// URLs), columns
     in the warehouse's order and types. None when the table has no partition yet (the caller creates an empty
-    table instead)."""
+    table instead). Creating the view reads no file's footer when every part carries the manifest's field ids
+    (written so since they were recorded): read_parquet's `schema` maps them to the columns. Otherwise it reads
+    the first file's only (no union_by_name: every part of a table was written with the manifest's columns, a
+    change of columns rewriting every part; a file that differed would fail the query, naming it)."""
     store = open_store(lake)
-    files = [store.url(part["file"], absolute=True) for _, part in sorted(entry["parts"].items())]
-    if not files:
+    parts = [part for _, part in sorted(entry["parts"].items())]
+    if not parts:
         return None
     column = entry["partition_column"]
     select = ", ".join(f"{sql_identifier(name)}::{kind} as {sql_identifier(name)}" for name, kind in entry["columns"])
-    listed = ", ".join(sql_literal(f) for f in files)
+    listed = ", ".join(sql_literal(store.url(part["file"], absolute=True)) for part in parts)
+    schema = ""
+    if all(part.get("field_ids") for part in parts):
+        fields = ", ".join(
+            f"{i}: {{name: {sql_literal(name)}, type: {sql_literal(kind)}, default_value: null}}"
+            for i, (name, kind) in _field_ids(entry["columns"], column)
+        )
+        schema = f", schema = map {{{fields}}}"
     return (
         f"select {select} from read_parquet([{listed}], hive_partitioning = true, "
-        f"hive_types = {{'{column}': date}}, union_by_name = true)"
+        f"hive_types = {{'{column}': date}}{schema})"
     )
 
 

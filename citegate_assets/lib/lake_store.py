@@ -6,6 +6,10 @@ the lake root. The local store is the folder as before: a temporary name, fsync,
 (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION): a day file is written by DuckDB to
 a local temporary file, uploaded and its size checked; a manifest is a conditional put (If-None-Match: * for a
 new one, If-Match: <ETag> to replace one), so two publishers never silently overwrite each other.
+
+What a publish learns about the lake's objects from its listings and uploads (size, ETag, time) is lent to the
+s3fs filesystem DuckDB reads through (_KNOWN_OBJECTS), so binding the published views does not ask the bucket
+again, one HEAD per partition file, for what the listing said a moment before.
 """
 
 from __future__ import annotations
@@ -81,9 +85,13 @@ class LakeStore(ABC):
     def commit_file(self, key: str, staged: Path) -> None:
         """Make the staged file the object `key`, durably; the staged file is gone afterwards."""
 
-    @abstractmethod
     def list(self, prefix: str) -> list[str]:
         """Every object key under prefix (a folder ending in '/'), sorted."""
+        return sorted(self.sizes(prefix))
+
+    @abstractmethod
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Every object key under prefix (a folder ending in '/') and its size in bytes: one listing."""
 
     @abstractmethod
     def delete(self, key: str) -> None: ...
@@ -148,11 +156,11 @@ class LocalStore(LakeStore):
         os.replace(staged, final)
         fsync_dir(final.parent)
 
-    def list(self, prefix: str) -> list[str]:
+    def sizes(self, prefix: str) -> dict[str, int]:
         folder = self.path / prefix
         if not folder.is_dir():
-            return []
-        return [f.relative_to(self.path).as_posix() for f in sorted(folder.rglob("*")) if f.is_file()]
+            return {}
+        return {f.relative_to(self.path).as_posix(): f.stat().st_size for f in folder.rglob("*") if f.is_file()}
 
     def delete(self, key: str) -> None:
         (self.path / key).unlink()
@@ -185,6 +193,7 @@ class S3Store(LakeStore):
         self._client_error = ClientError
         self.client: Any = boto3.client("s3")  # endpoint, credentials and region: the standard AWS variables
         self._staging_dir: Path | None = None
+        self._lent: set[str] = set()  # the keys of _KNOWN_OBJECTS this store put there, forgotten by close()
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -250,20 +259,42 @@ class S3Store(LakeStore):
     def commit_file(self, key: str, staged: Path) -> None:
         size = staged.stat().st_size
         self.client.upload_file(str(staged), self.bucket, self._key(key))
-        stored = self.client.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"]
-        if stored != size:
-            raise LakeStoreError(f"{self.url(key)}: {stored} bytes stored, {size} uploaded")
+        stored = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        if stored["ContentLength"] != size:
+            raise LakeStoreError(f"{self.url(key)}: {stored['ContentLength']} bytes stored, {size} uploaded")
+        self._know(key, size, stored["ETag"], stored["LastModified"])
         staged.unlink()
 
-    def list(self, prefix: str) -> list[str]:
-        keys = []
+    def sizes(self, prefix: str) -> dict[str, int]:
+        found = {}
         strip = len(self._key(""))
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
-            keys += [item["Key"][strip:] for item in page.get("Contents", [])]
-        return sorted(keys)
+            for item in page.get("Contents", []):
+                key = item["Key"][strip:]
+                found[key] = item["Size"]
+                self._know(key, item["Size"], item["ETag"], item["LastModified"])
+        return found
+
+    def _know(self, key: str, size: int, etag: str, modified: Any) -> None:
+        """Lend what the bucket just said about an object to the s3fs filesystem (s3fs's own info format)."""
+        name = f"{self.bucket}/{self._key(key)}"
+        _KNOWN_OBJECTS[name] = {
+            "ETag": etag,  # s3fs reads with If-Match on it: a replaced object fails rather than mixing versions
+            "LastModified": modified,
+            "size": size,
+            "name": name,
+            "type": "file",
+            "StorageClass": "STANDARD",
+            "VersionId": None,
+            "ContentType": None,
+        }
+        self._lent.add(name)
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        name = f"{self.bucket}/{self._key(key)}"
+        _KNOWN_OBJECTS.pop(name, None)
+        self._lent.discard(name)
 
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
         register_s3(con)
@@ -272,6 +303,15 @@ class S3Store(LakeStore):
         if self._staging_dir is not None:
             shutil.rmtree(self._staging_dir, ignore_errors=True)
             self._staging_dir = None
+        for name in self._lent:
+            _KNOWN_OBJECTS.pop(name, None)
+        self._lent.clear()
+
+
+# "bucket/key" -> s3fs info of the lake objects an open S3Store listed or uploaded in this process. Lake objects
+# are never modified (a changed partition is a new object), so what a listing said stays true until the object
+# is deleted, which S3Store.delete() forgets here too.
+_KNOWN_OBJECTS: dict[str, dict] = {}
 
 
 def endpoint_url() -> str | None:
@@ -291,15 +331,16 @@ def register_s3(con: duckdb.DuckDBPyConnection) -> None:
 
     class ImmutableObjects(s3fs.S3FileSystem):
         """The lake's objects are never modified, only added and deleted: a file's info (DuckDB asks for it
-        many times per file) is fetched once, not one HEAD request per question."""
+        many times per file) is fetched once, not one HEAD request per question, and not at all when an open
+        S3Store has just listed or uploaded the object (_KNOWN_OBJECTS)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._immutable: dict[str, dict] = {}
 
         async def _info(self, path, bucket=None, key=None, refresh=False, version_id=None):
-            found = self._immutable.get(path)
-            if found is None or refresh:
+            found = None if refresh else self._immutable.get(path) or _KNOWN_OBJECTS.get(self._strip_protocol(path))
+            if found is None:
                 found = await super()._info(path, bucket, key, refresh=refresh, version_id=version_id)
                 if found.get("type") == "file":
                     self._immutable[path] = found

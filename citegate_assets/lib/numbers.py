@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["Quantity", "extract_quantities", "missing_quantities"]
 
@@ -68,9 +69,10 @@ _AMOUNT = re.compile(
     r"(?P<suf> ?%| ?(?i:percent|per ?cent)(?![A-Za-z])| ?(?:USD|EUR|GBP)(?![A-Za-z])"
     r"| (?i:(?:us )?dollars?|euros?|pounds? sterling)(?![A-Za-z]))?"
 )
-# The characters an amount can start with: searching for them first and matching _AMOUNT only there finds
-# the same leftmost amounts several times faster (_AMOUNT begins with an optional group, which re cannot skip by).
-_AMOUNT_START = re.compile(r"[0-9.$€£UEG]")
+# Where an amount can start (a currency prefix or a number, as _AMOUNT begins): searching for these first and
+# matching _AMOUNT only there finds the same leftmost amounts several times faster (_AMOUNT begins with an
+# optional group, which re cannot skip by); a sentence's full stop or capital letter is never tried.
+_AMOUNT_START = re.compile(r"[0-9]|\.\d|[$€£]|US\$|USD|EUR|GBP")  # [0-9]: an amount starts at an ASCII digit
 _ISO_DATE = re.compile(r"(?<![A-Za-z0-9#_.\-])(\d{4})-(\d{2})-(\d{2})(?![A-Za-z0-9#_\-]|\.\d)")
 _ANY_DIGIT = re.compile(r"\d")
 _RANGE_SEP = re.compile(r" ?- ?| to | and ", re.IGNORECASE)
@@ -256,7 +258,7 @@ def extract_quantities(text: str) -> list[Quantity]:
     return [q for _, qs in items for q in qs]
 
 
-def _present(q: Quantity, passage: list[Quantity]) -> bool:
+def _present(q: Quantity, passage: Sequence[Quantity]) -> bool:
     if q.unit is None:
         return any(p.value == q.value for p in passage)
     return any(p.value == q.value and p.unit == q.unit for p in passage)
@@ -268,7 +270,10 @@ def missing_quantities(claim: str, passage: str) -> list[Quantity]:
     claimed = extract_quantities(claim)
     if not claimed:
         return []  # most claims state no number: the passage need not be read
-    have = extract_quantities(passage)
+    return _missing(claimed, extract_quantities(passage))
+
+
+def _missing(claimed: list[Quantity], have: Sequence[Quantity]) -> list[Quantity]:
     missing: list[Quantity] = []
     seen: set[tuple[str, str | None]] = set()
     for q in claimed:
@@ -288,7 +293,17 @@ def canonical(q: Quantity) -> str:
 def numeric_piece(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[str], list[str]]]:
     """Per (claim, passage): the claim's quantities and those the passage does not hold, canonical (a module-level
     function, so a step can split its pairs across processes: lib/processes.py)."""
-    return [
-        ([canonical(q) for q in extract_quantities(claim)], [canonical(q) for q in missing_quantities(claim, passage)])
-        for claim, passage in pairs
-    ]
+    checked: list[tuple[list[str], list[str]]] = []
+    for claim, passage in pairs:
+        claimed = extract_quantities(claim)
+        if not claimed:  # most claims state no number: the passage need not be read
+            checked.append(([], []))
+            continue
+        have = _passage_quantities(passage)
+        checked.append(([canonical(q) for q in claimed], [canonical(q) for q in _missing(claimed, have)]))
+    return checked
+
+
+@lru_cache(maxsize=4096)  # per process: a chunk cited again (by another claim or request) is read once
+def _passage_quantities(passage: str) -> tuple[Quantity, ...]:
+    return tuple(extract_quantities(passage))

@@ -32,7 +32,6 @@ from duckdb_tables()
 where database_name = current_database() and not temporary and not internal
 """
 _VIEWS_SQL = """
-union all
 select schema_name, view_name
 from duckdb_views()
 where database_name = current_database() and not temporary and not internal
@@ -89,12 +88,14 @@ def publish_lake(
     lake: a folder or an s3:// URI (lib/lake_store.py). The partitions that changed since the last publish
     (lib/lake.py: new, different row count or stamp, or one of run_days) are written to new files first; then
     the published file is built at `<target>.tmp-<pid>` naming exactly the manifest's files, its row counts are
-    checked against `source` table by table (reading the views: on S3, through s3fs), and it is renamed over
-    `target`; then the lake manifest is replaced, only if it is still the version read at the start (a
+    checked against `source` table by table (a view's from the manifest: _published_counts), and it is renamed
+    over `target`; then the lake manifest is replaced, only if it is still the version read at the start (a
     conditional put on S3), and the files no reader can need any more are deleted. A crash anywhere leaves the
     previous published file and everything it names readable. When another publisher replaced the manifest
     meanwhile, this one fails with LakeConflict naming the object, puts the previous published file back and
-    deletes what it wrote. Costs the changed partitions plus the small tables, whatever the history.
+    deletes what it wrote. Costs the changed partitions plus the small tables, whatever the history: the lake
+    is listed once per table, and of the unchanged partitions' files at most the first of each table is read
+    (its footer: DuckDB binds the view from it).
     Returns {"tables", "views", "bytes", "path", "written", "removed", "generation", "lake"}.
     """
     source, target = Path(source), Path(target)
@@ -132,8 +133,7 @@ def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeS
             finally:
                 con.execute(f"detach {alias}")
         with connect(tmp, read_only=True) as con:
-            store.register(con)
-            copied = _row_counts(con, views=True)
+            copied = _published_counts(con, manifest)
         _check_counts(expected, copied)
         os.chmod(tmp, 0o600)
         fsync_file(tmp)
@@ -205,9 +205,27 @@ def _fill_published(
             con.execute(f"create table {target} as select * from {source}")
 
 
-def _row_counts(con: duckdb.DuckDBPyConnection, *, views: bool = False) -> dict[str, int]:
+def _published_counts(con: duckdb.DuckDBPyConnection, manifest: dict) -> dict[str, int]:
+    """Rows per table and view of the published file, a view's without reading the lake: the sum of its
+    manifest parts' rows. As strong as counting through the view: the view names exactly those files (built
+    from the same manifest); each file's rows were checked against the warehouse when it was written (COPY's
+    count) and its bytes then and at this publish's listing (a missing or resized file is written again);
+    files are never modified (a changed partition is a new name, and s3fs reads with If-Match on the listed
+    ETag); and a kept part's rows equal the warehouse's count for its day (export_changed rewrites it
+    otherwise). So the sum differs from the working table's count exactly when the view's would, e.g. for rows
+    with no day, which no partition holds."""
+    counts = _row_counts(con)
+    for schema, view in con.sql(_VIEWS_SQL).fetchall():
+        entry = manifest["tables"].get(view) if schema == "main" else None
+        if entry is None:
+            raise RuntimeError(f"publish: view {schema}.{view} of the copy is not a lake table")
+        counts[f"{schema}.{view}"] = lake_module.manifest_rows(entry)
+    return counts
+
+
+def _row_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     counts = {}
-    for schema, table in con.sql(_TABLES_SQL + (_VIEWS_SQL if views else "")).fetchall():
+    for schema, table in con.sql(_TABLES_SQL).fetchall():
         name = f"{sql_identifier(schema)}.{sql_identifier(table)}"
         counts[f"{schema}.{table}"] = con.sql(f"select count(*) from {name}").fetchall()[0][0]
     return counts
