@@ -48,10 +48,13 @@ def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):
     (landing / "a.jsonl").write_text(json.dumps(record) + "\n")
     summary = ingest_landing(con, landing, config)
     assert (summary.records_ingested, summary.records_rejected) == (1, 0)
-    [(prompt_chars, truncated, in_prompt, text_chars)] = con.sql(
-        "select strlen(p.prompt_raw), s.truncated, r.in_prompt, strlen(r.text) from prompts p "
+    [(prompt_chars, truncated, in_prompt, text_chars, stored)] = con.sql(
+        "select strlen(p.prompt_raw), s.truncated, r.in_prompt, "
+        "strlen(coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start))), r.text "
+        "from prompts p "
         "join prompt_sections s using (request_id) join retrievals r on r.request_id = s.request_id "
         "and r.chunk_id = s.chunk_id where s.chunk_id = 'kb-1#c1'"
     ).fetchall()
     assert prompt_chars > len(chunk) and text_chars == len(chunk)
+    assert stored is None  # the chunk stands verbatim in the prompt: stored once (schema 11)
     assert (truncated, in_prompt) == (False, True)
