@@ -4,9 +4,9 @@ warehouse, the two worker counts alternated so drifting load hits both alike.
 
     python -m benchmarks.workers [--work DIR] [--requests 2500] [--repeats 2] [--quick]
 
-What `workers` parallelizes today: ingest's parse processes ([ingest] workers) and the offline judge's processes
-([judge] workers), inside their steps; the day partitions of the range still run as one range, one step after
-another (docs/scaling.md, "Next slices")."""
+Each run is `citegate run --workers N` (pipeline.run_range with workers=N): with 1, one run over the range; with 2,
+ingest on 2 parse processes, then the four day partitions two at a time, each its own run and process, then the
+metrics and the publish (day_runs.py, docs/scaling.md "Session 7"). Step times are summed over the day runs."""
 
 from __future__ import annotations
 
@@ -54,10 +54,12 @@ def run_once(work: Path, landing: Path, workers: int, tag: str) -> dict:
         "    t0, c0 = time.perf_counter(), os.times()\n"
         f"    r = run_range(RunPlan(start, start + timedelta(days={DAYS - 1})), landing=Path({str(landing)!r}),\n"
         f"        warehouse=Path({str(run_dir / 'warehouse.duckdb')!r}),\n"
-        f"        config_file=Path({str(run_dir / 'citegate.toml')!r}), log_level='ERROR')\n"
+        f"        config_file=Path({str(run_dir / 'citegate.toml')!r}), log_level='ERROR', workers={workers})\n"
         "    s, c = time.perf_counter() - t0, os.times()\n"
-        "    steps = {e.step_key: e.event_specific_data.duration_ms / 1000 for e in r.all_events\n"
-        "             if e.event_type_value == 'STEP_SUCCESS'}\n"
+        "    steps = {}\n"
+        "    for e in r.all_events:  # summed over the day runs when the days run side by side\n"
+        "        if e.event_type_value == 'STEP_SUCCESS':\n"
+        "            steps[e.step_key] = steps.get(e.step_key, 0) + e.event_specific_data.duration_ms / 1000\n"
         "    print(json.dumps({'seconds': s, 'success': r.success, 'steps': steps,\n"
         "        'cpu_s': c.user + c.system - c0.user - c0.system,\n"
         "        'children_cpu_s': c.children_user + c.children_system - c0.children_user - c0.children_system,\n"

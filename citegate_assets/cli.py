@@ -221,8 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=_workers,
         default=None,
-        help="processes for ingest's parsing and the offline judge (default: [ingest] and [judge] workers of "
-        "citegate.toml, 0 = one per core, at most 4)",
+        help="over several days: N day partitions at once, each its own run (ingest first, the metrics and the "
+        "publish last); over one day: processes for ingest's parsing and the offline judge (default: [ingest] and "
+        "[judge] workers of citegate.toml, 0 = one per core, at most 4)",
     )
     run.set_defaults(func=cmd_run)
 
@@ -577,6 +578,7 @@ def _run(
         on_wait=lambda holder: print(safe(f"waiting for the run that holds {warehouse} ({holder}) …"), flush=True),
         final=final,
         workers=workers,
+        say=None if quiet else (lambda text: print(text, flush=True)),
     )
     elapsed = time.monotonic() - t0
     if not result.success:

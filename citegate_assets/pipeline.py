@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from citegate_assets.day_runs import NightResult, day_list, run_night_in_parallel
 from citegate_assets.lib.config import Config, parse_config
 from citegate_assets.lib.landing import days_in_landing
 from citegate_assets.lib.records import EARLIEST_DAY
@@ -120,12 +121,15 @@ def run_range(
     on_wait: Callable[[str], None] | None = None,
     final: bool = False,
     workers: int | None = None,
-) -> dg.ExecuteInProcessResult:
+    say: Callable[[str], None] | None = None,
+) -> dg.ExecuteInProcessResult | NightResult:
     """Raises RunLockedError when another run holds the warehouse for longer than wait_s.
 
     final: every landing file counts as finished (`citegate run --final`): an unterminated last line is a line.
-    workers: `citegate run --workers N`: ingest's parse processes and the offline judge's, overriding
-    [ingest] workers and [judge] workers (None: as configured).
+    workers: `citegate run --workers N`: over several days, N day partitions at once (day_runs.py: ingest,
+    then one run per day, then the metrics and the publish); over one day, ingest's parse processes and the
+    offline judge's, overriding [ingest] workers and [judge] workers (None: as configured).
+    say: where the day runs' progress goes (one line per run).
 
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
@@ -149,6 +153,22 @@ def run_range(
         "citegate/trigger": "cli",
         WAREHOUSE_TAG: str(Path(warehouse).resolve()),
     }
+    days = day_list(plan.start, plan.end)
+    if (workers or 0) > 1 and len(days) > 1:  # the day partitions side by side (day_runs.py)
+        night_instance = instance or dagster_instance(settings)
+        untagged = {k: v for k, v in tags.items() if not k.startswith("dagster/asset_partition_range")}
+        return run_night_in_parallel(
+            days,
+            settings=settings,
+            run_config=run_config,
+            tags=untagged,
+            workers=int(workers or 1),
+            instance=night_instance,
+            wait_s=wait_s,
+            on_wait=on_wait,
+            release=lambda: release_abandoned_runs(night_instance, warehouse),
+            say=say or (lambda _text: None),
+        )
     with run_lock(warehouse, wait_s=wait_s, on_wait=on_wait):
         instance = instance or dagster_instance(settings)
         release_abandoned_runs(instance, warehouse)

@@ -67,10 +67,21 @@ def test_the_defs_folder_registers_exactly_these_definitions_once():
     assert {job.name for job in d.resolve_all_job_defs()} == {"nightly_job", "__ASSET_JOB"}
     assert [s.name for s in d.schedules or []] == ["nightly_schedule"] and not d.sensors
     assert set(d.resources or {}) == {"warehouse", "landing", "citegate_config", "review_files", "judge"}
-    for key in graph.get_all_asset_keys():  # every asset that opens the warehouse waits for the one DuckDB slot
-        assert (graph.get(key).pools or set()) == (
-            set() if key.to_user_string() == "prompt_log" else {"citegate_duckdb"}
+    # a whole-night asset waits for the one DuckDB slot; a daily one takes turns at the file instead (the open
+    # lock), and the daily steps that call the judge share the judge pool
+    judge_steps = {"support_verdicts", "best_evidence", "judge_agreement"}
+    for key in graph.get_all_asset_keys():
+        name, node = key.to_user_string(), graph.get(key)
+        expected = (
+            set()
+            if name == "prompt_log"
+            else {"citegate_judge"}
+            if name in judge_steps
+            else set()
+            if node.partitions_def is not None
+            else {"citegate_duckdb"}
         )
+        assert (node.pools or set()) == expected, name
 
 
 def test_an_installed_wheel_loads_the_same_definitions_without_pyproject(monkeypatch):

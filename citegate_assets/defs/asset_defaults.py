@@ -1,4 +1,4 @@
-"""Settings the stages' assets share, defined once: the DuckDB writer pool, and what every daily asset has."""
+"""Settings the stages' assets share, defined once: the pools, and what every daily asset has."""
 
 from __future__ import annotations
 
@@ -8,20 +8,29 @@ import dagster as dg
 
 from .partitions import daily_partitions
 
-# every asset that opens the warehouse runs in this pool; dagster_home/dagster.yaml gives pools one slot,
-# because DuckDB allows a single writer per file
+# every unpartitioned asset that opens the warehouse runs in this pool; dagster_home/dagster.yaml gives pools
+# one slot. Daily assets are in no such pool: day runs go side by side and take turns at the DuckDB file
+# (lib/runlock.py, the open lock), so one day's judge runs while another day's step writes.
 DUCKDB_POOL = "citegate_duckdb"
+# the steps that call the judge: `citegate run --workers N` sets its limit to N, and each such step keeps
+# [judge] concurrency / limit calls in flight, so N day runs never exceed [judge] concurrency together
+JUDGE_POOL = "citegate_judge"
 
 
 class DailyAssetSettings(TypedDict):
     partitions_def: dg.PartitionsDefinition
     backfill_policy: dg.BackfillPolicy
-    pool: str
 
 
-# a daily asset: partitioned by the UTC day, one run for a whole range of days (single-run backfills)
+# a daily asset: partitioned by the UTC day; a backfill launched from the UI is one run per day (runs side by
+# side), while `citegate run` and the schedule may still run a range of days as one run
 DAILY = DailyAssetSettings(
     partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    pool=DUCKDB_POOL,
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
 )
+
+
+def judge_slots(context: dg.AssetExecutionContext) -> int:
+    """The judge pool's limit in this instance: how many judge steps may run at once (at least 1)."""
+    info = context.instance.event_log_storage.get_concurrency_info(JUDGE_POOL)
+    return max(1, info.limit or info.slot_count or 1)

@@ -12,7 +12,7 @@ from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import utc_now
 from citegate_assets.lib.warehouse import query, run_script
 
-from .asset_defaults import DAILY, DUCKDB_POOL
+from .asset_defaults import DAILY
 from .partitions import partition_days, row_count_metadata, run_days
 from .resources import CitegateConfigResource, LandingResource, WarehouseResource
 
@@ -123,7 +123,6 @@ def ingest_prompt_log(
 @dg.asset_check(
     asset="prompts",
     blocking=True,
-    pool=DUCKDB_POOL,
     description="Every stored prompt still hashes to the sha256 recorded when it was ingested (the run's days every "
     "night, older days in a weekly rotation), and the number of stored prompts never goes down (the prompt log is "
     "immutable).",

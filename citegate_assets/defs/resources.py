@@ -8,8 +8,9 @@ No field is a dg.EnvVar: see docs/decisions.md, "Resources"."""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ import duckdb
 from citegate_assets.lib.config import Config, load_config, parse_config
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
-from citegate_assets.lib.runlock import run_lock
+from citegate_assets.lib.runlock import open_lock, run_lock
 from citegate_assets.lib.settings import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
@@ -30,7 +31,8 @@ LOCK_WAIT_ENV = "CITEGATE_LOCK_WAIT_S"
 
 class WarehouseResource(dg.ConfigurableResource):
     """The DuckDB warehouse file (CITEGATE_WAREHOUSE) and its published copy for the data team
-    (CITEGATE_PUBLISHED, default beside it). Every run that uses it holds its run lock from start to end."""
+    (CITEGATE_PUBLISHED, default beside it). Every run that uses it holds its run lock from start to end
+    (shared by day runs), and a step holds the file only while a connection is open (lib/runlock.py)."""
 
     database: str = ""
     published: str = ""
@@ -53,18 +55,29 @@ class WarehouseResource(dg.ConfigurableResource):
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[WarehouseResource]:
         """Every run that uses the warehouse holds its run lock from start to end (lib/runlock.py): the
         runs the daemon launches as well as `citegate run` and `citegate calibrate` (re-entrant there).
+        A day run (only daily assets) holds it shared, so day runs go side by side; any other exclusively.
         Resources are set up once per run by the in-process executor, before any step claims a pool slot.
         A run that finds the lock held waits CITEGATE_LOCK_WAIT_S seconds (default 0), then fails naming the holder."""
+        global _report_wait
         wait_s = float(os.environ.get(LOCK_WAIT_ENV) or 0)
         log = context.log
+        shared = is_day_run(context.run)
 
         def on_wait(holder: str) -> None:
             if log is not None:
                 log.info(f"waiting up to {wait_s:.0f}s for the run that holds the warehouse ({holder})")
 
+        def on_open_wait(holder: str) -> None:
+            if log is not None:
+                log.info(f"waiting for another day run to close the warehouse file ({holder})")
+
         hint = f"this run stops; run it again when that one ends ({LOCK_WAIT_ENV}=SECONDS makes runs wait)"
-        with run_lock(self.database_path(), wait_s=wait_s, on_wait=on_wait, hint=hint):
-            yield self
+        with run_lock(self.database_path(), wait_s=wait_s, on_wait=on_wait, hint=hint, shared=shared):
+            _report_wait = on_open_wait
+            try:
+                yield self
+            finally:
+                _report_wait = None
 
 
 class LandingResource(dg.ConfigurableResource):
@@ -124,10 +137,12 @@ class JudgeResource(dg.ConfigurableResource):
     base_url: str = ""  # when set, overrides the file and the environment
     model: str = ""
 
-    def build(self, config: Config) -> Judge:
+    def build(self, config: Config, *, slots: int = 1) -> Judge:
+        """slots: the judge pool's limit; this step keeps its share of [judge] concurrency in flight."""
         cfg = effective_judge_config(config.judge)
         if self.base_url or self.model:
             cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
+        cfg = replace(cfg, concurrency=max(1, int(cfg.concurrency) // max(1, slots)))
         return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
 
 
@@ -169,8 +184,27 @@ def resources() -> dg.Definitions:
     return dg.Definitions(resources=default_resources())
 
 
+# the running run's logger for a wait on the warehouse file (set while a run holds the warehouse)
+_report_wait: Callable[[str], None] | None = None
+
+
 @contextmanager
 def _connect_with_schema(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    with connect(path) as con:
+    with open_lock(path, on_wait=_report_wait), connect(path) as con:
         ensure_schema(con)
         yield con
+
+
+def is_day_run(run: dg.DagsterRun | None) -> bool:
+    """A run of daily assets only (a day run of `citegate run --workers N`, a run of a UI backfill)."""
+    if run is None or run.asset_selection is None:
+        return False
+    return run.asset_selection <= day_assets()
+
+
+@functools.cache
+def day_assets() -> frozenset[dg.AssetKey]:
+    from citegate_assets.definitions import defs
+
+    graph = defs().resolve_asset_graph()
+    return frozenset(k for k in graph.get_all_asset_keys() if graph.get(k).partitions_def is not None)

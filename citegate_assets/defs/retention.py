@@ -25,7 +25,6 @@ TEXT_CHECK = "run_days_hold_their_text"
 @dg.asset_check(
     asset="prompts",
     blocking=True,
-    pool=DUCKDB_POOL,
     description="The run's days still hold their prompt text: a day whose text was dropped ([retention] text_days) "
     "or that holds a forgotten request is never re-gated into different verdicts; its stored verdicts stand.",
 )

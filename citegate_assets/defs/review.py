@@ -15,12 +15,18 @@ from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .asset_defaults import DAILY, DUCKDB_POOL
+from .asset_defaults import DAILY, DUCKDB_POOL, JUDGE_POOL, judge_slots
 from .partitions import partition_days, row_count_metadata
 from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
 
 
-@dg.asset(group_name="review", kinds={"duckdb", "openai"}, deps=["support_verdicts", "numeric_checks"], **DAILY)
+@dg.asset(
+    group_name="review",
+    kinds={"duckdb", "openai"},
+    deps=["support_verdicts", "numeric_checks"],
+    pool=JUDGE_POOL,
+    **DAILY,
+)
 def best_evidence(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
@@ -31,7 +37,7 @@ def best_evidence(
     ranking_or_chunking or no_evidence."""
     start, end = partition_days(context)
     config = citegate_config.config()
-    the_judge = judge.build(config)
+    the_judge = judge.build(config, slots=judge_slots(context))
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         failures = query(con, "review/support_failures", params).pl()

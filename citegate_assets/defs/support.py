@@ -1,6 +1,8 @@
 """Support stage: which citations are judged, the numeric check, and the judge's verdicts (README "The support gate";
 SPEC section 5)."""
 
+from dataclasses import replace
+
 import dagster as dg
 import polars as pl
 
@@ -20,7 +22,7 @@ from citegate_assets.lib.support import judge_items, judge_items_batch
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .asset_defaults import DAILY
+from .asset_defaults import DAILY, JUDGE_POOL, judge_slots
 from .partitions import partition_days, row_count_metadata
 from .resources import CitegateConfigResource, JudgeResource, WarehouseResource
 
@@ -86,7 +88,13 @@ def numeric_checks(
     )
 
 
-@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=["support_sample", "numeric_checks"], **DAILY)
+@dg.asset(
+    group_name="support",
+    kinds={"duckdb", "openai"},
+    deps=["support_sample", "numeric_checks"],
+    pool=JUDGE_POOL,
+    **DAILY,
+)
 def support_verdicts(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
@@ -96,7 +104,7 @@ def support_verdicts(
     """The judge's verdict per selected citation: the seed's prompt with only the passage and the claim, cached."""
     start, end = partition_days(context)
     config = citegate_config.config()
-    the_judge = judge.build(config)
+    the_judge = judge.build(config, slots=judge_slots(context))
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         rows = cited_passages(con, start, end, selected_only=True)
@@ -159,7 +167,7 @@ def support_verdicts(
     )
 
 
-@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=["support_verdicts"], **DAILY)
+@dg.asset(group_name="support", kinds={"duckdb", "openai"}, deps=["support_verdicts"], pool=JUDGE_POOL, **DAILY)
 def judge_agreement(
     context: dg.AssetExecutionContext,
     warehouse: WarehouseResource,
@@ -177,7 +185,8 @@ def judge_agreement(
     if secondary is None:
         return dg.MaterializeResult(metadata={"secondary_judge": "not configured ([judge.secondary])"})
     primary_base_url = judge.base_url or effective_judge_config(config.judge).base_url
-    the_judge = make_secondary_judge(config.judge, primary_base_url=primary_base_url)
+    share = max(1, config.judge.concurrency // judge_slots(context))  # as the primary's: the pool's share
+    the_judge = make_secondary_judge(replace(config.judge, concurrency=share), primary_base_url=primary_base_url)
     assert the_judge is not None
     with warehouse.connect() as con:
         sampled = query(
