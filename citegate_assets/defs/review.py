@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.best_evidence import decide_cause, top_candidates
-from citegate_assets.lib.numbers import missing_quantities
+from citegate_assets.lib.numbers import numeric_piece
 from citegate_assets.lib.policies import registered_policies
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
@@ -64,8 +64,10 @@ def best_evidence(
         best.with_columns(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"))
         .join(verdicts.select("item_id", "verdict"), on="item_id", how="left")
         .with_columns(
+            # numeric_piece reads each passage once per process (a chunk is a candidate for many claims)
             numeric_ok=pl.Series(
-                [not missing_quantities(c, p) for c, p in zip(best["claim"], best["passage"])], dtype=pl.Boolean
+                [not missing for _, missing in numeric_piece(list(zip(best["claim"], best["passage"])))],
+                dtype=pl.Boolean,
             )
         )
     )
