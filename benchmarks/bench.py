@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                     "ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config, workers=workers
                 )
             )
+    # issue 16: parsing alone, no writer: ingest's ceiling per core
+    results["parse"] = [stage("parse", landing=landing, config=config) for _i in range(a.repeats)]
     warehouse = work / "ingest.duckdb"
     print("  provenance gate, bare scan, reference …", flush=True)
     for _i in range(a.repeats):
@@ -212,6 +214,12 @@ def render(a, r, growth, elapsed) -> str:
             spread(ing2),
             ">= 40 MB/s",
             ok(statistics.median(ing2) >= 40),
+        ),
+        (
+            f"  parse alone, no writer (MB of raw prompt per CPU s; the ceiling is {os.cpu_count()}x this)",
+            spread([x["prompt_mb_per_cpu_s"] for x in r["parse"]]),
+            "",
+            "",
         ),
         (
             "  CPU s: ingest process / its parse workers",

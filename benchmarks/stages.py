@@ -46,6 +46,43 @@ def ingest(args: dict) -> dict:
     }
 
 
+def parse(args: dict) -> dict:
+    """Ingest's parse workers' work alone (parse_batch on batches of 1,000 lines, no DuckDB, one process): raw prompt
+    MB per CPU second. Ingest cannot go faster than cores x this, whatever the writer does."""
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.ingest_workers import BatchLine, parse_batch
+    from citegate_assets.lib.lines import Line
+    from citegate_assets.lib.records import parse_raw_line
+    from citegate_assets.lib.timestamps import utc_now
+
+    config = load_config(args.get("config"))
+    path = sorted(p for p in Path(args["landing"]).iterdir() if p.suffix == ".jsonl")[0]
+    raw = [r for r in path.read_bytes().split(b"\n")[: int(args.get("lines", 3000))] if r]
+    now = utc_now()
+    prompt_bytes = 0
+    for i, r in enumerate(raw):  # what prompts.prompt_raw holds, as the ingest stage counts it
+        rec, _ = parse_raw_line(Line(i + 1, r, 0, len(r)), now, config.ingest.max_line_bytes)
+        prompt_bytes += len(getattr(rec, "prompt", "") or "")
+    batches = [
+        [
+            BatchLine(k, (path.name, k + 1), Line(k + 1, raw[k], 0, len(raw[k])))
+            for k in range(i, min(i + 1000, len(raw)))
+        ]
+        for i in range(0, len(raw), 1000)
+    ]
+    parse_batch(batches[0][:50], config, now)  # imports and caches warm
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    for batch in batches:
+        parse_batch(batch, config, now)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return {
+        "seconds": seconds,
+        "cpu_s": cpu,
+        "raw_prompt_mb": prompt_bytes / 1e6,
+        "prompt_mb_per_cpu_s": prompt_bytes / 1e6 / cpu,
+    }
+
+
 def provenance(args: dict) -> dict:
     from citegate_assets.lib.provenance import check_provenance
     from citegate_assets.lib.warehouse import connect
@@ -96,7 +133,10 @@ def reference(args: dict) -> dict:
         ).fetchall()
         retrieved: dict[str, dict[str, str]] = {}
         for rid, chunk_id, text in con.sql(
-            "select r.request_id, r.chunk_id, r.text from retrievals r where r.request_id in "
+            # a retrieved text stored once, where it stands verbatim in the prompt (schema 11; README "retrievals")
+            "select r.request_id, r.chunk_id, coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, "
+            "r.raw_end - r.raw_start)) from retrievals r join prompts p on p.request_id = r.request_id "
+            "where r.request_id in "
             "(select request_id from citations where citation_id in (select citation_id from sample_ids))"
         ).fetchall():
             retrieved.setdefault(rid, {})[chunk_id] = text
@@ -261,7 +301,7 @@ def guard(args: dict) -> dict:
     }
 
 
-STAGES = {f.__name__: f for f in (ingest, provenance, bare_scan, reference, nightly, judge, small_files, guard)}
+STAGES = {f.__name__: f for f in (ingest, parse, provenance, bare_scan, reference, nightly, judge, small_files, guard)}
 
 if __name__ == "__main__":
     name, raw = sys.argv[1], sys.argv[2]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,9 +37,8 @@ workers = {workers}
 
 def run_once(work: Path, landing: Path, workers: int, tag: str) -> dict:
     run_dir = work / f"w{workers}-{tag}"
-    if run_dir.exists():
-        for p in sorted(run_dir.rglob("*"), reverse=True):
-            p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+    if run_dir.exists():  # a fresh warehouse each time (an earlier bench's run)
+        shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
     (run_dir / "citegate.toml").write_text(CONFIG.format(workers=workers))
     home = run_dir / "dagster_home"

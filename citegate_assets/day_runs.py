@@ -102,7 +102,14 @@ def run_night_in_parallel(
     }
     night = NightResult(run_ids=[], success=False)
 
-    def record(result: Any) -> bool:
+    def whole_run(what: str, run_tags: dict[str, str], selection: list[dg.AssetKey]) -> bool:
+        """A head or tail run, in this process (the caller holds the run lock exclusively)."""
+        t0 = time.monotonic()
+        result = job.execute_in_process(
+            run_config=run_config, instance=instance, tags=run_tags, asset_selection=selection, raise_on_error=False
+        )
+        outcome = "succeeded" if result.success else "failed"
+        say(f"{what}: run {result.run_id} {outcome} in {time.monotonic() - t0:.1f}s")
         night.run_ids.append(result.run_id)
         night.all_events.extend(result.all_events)
         return bool(result.success)
@@ -113,19 +120,7 @@ def run_night_in_parallel(
         with run_lock(settings.warehouse, wait_s=wait_s, on_wait=on_wait):
             release()
             instance.event_log_storage.set_concurrency_slots(JUDGE_POOL, at_once)
-            t0 = time.monotonic()
-            head = job.execute_in_process(
-                run_config=run_config,
-                instance=instance,
-                tags={**range_tags, PHASE_TAG: "head"},
-                asset_selection=phases.head,
-                raise_on_error=False,
-            )
-            say(
-                f"ingest and the night's head: run {head.run_id} {'succeeded' if head.success else 'failed'} "
-                f"in {time.monotonic() - t0:.1f}s"
-            )
-            if not record(head):
+            if not whole_run("ingest and the night's head", {**range_tags, PHASE_TAG: "head"}, phases.head):
                 return night
         for w in warming:
             w.result()
@@ -157,19 +152,7 @@ def run_night_in_parallel(
     if not all(night.days.values()):
         return night
     with run_lock(settings.warehouse, wait_s=wait_s, on_wait=on_wait):
-        t0 = time.monotonic()
-        tail = job.execute_in_process(
-            run_config=run_config,
-            instance=instance,
-            tags={**tags, PHASE_TAG: "tail"},
-            asset_selection=phases.tail,
-            raise_on_error=False,
-        )
-        say(
-            f"metrics and the publish: run {tail.run_id} {'succeeded' if tail.success else 'failed'} "
-            f"in {time.monotonic() - t0:.1f}s"
-        )
-        night.success = record(tail)
+        night.success = whole_run("metrics and the publish", {**tags, PHASE_TAG: "tail"}, phases.tail)
     return night
 
 
