@@ -97,6 +97,7 @@ def test_a_run_of_daily_assets_only_is_a_day_run():
     run = dg.DagsterRun(job_name="nightly_job", asset_selection=frozenset({dg.AssetKey("provenance_results")}))
     assert is_day_run(run)
     assert not is_day_run(dg.DagsterRun(job_name="nightly_job"))  # the whole job
+    assert not is_day_run(dg.DagsterRun(job_name="nightly_job", asset_selection=frozenset()))  # the same, in process
     assert not is_day_run(
         dg.DagsterRun(
             job_name="nightly_job",
@@ -136,19 +137,38 @@ def hold(warehouse, *, shared: bool, kind: str = "run"):
 def test_day_runs_share_the_run_lock_and_a_whole_run_waits_for_them(tmp_path):
     warehouse = tmp_path / "w.duckdb"
     day = hold(warehouse, shared=True)
+    waiter = None
     try:
         with run_lock(warehouse, shared=True):  # a second day run goes beside the first
             pass
-        with pytest.raises(RunLockedError, match="another citegate run is writing this warehouse"):
-            with run_lock(warehouse):  # a whole run does not
-                pass
+        # a whole run (wait 0: it would stop at once behind another whole run) waits for the day runs to end
+        waiter = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import pathlib; from citegate_assets.lib.runlock import run_lock\n"
+                f"with run_lock(pathlib.Path({str(warehouse)!r}),\n"
+                "              on_wait=lambda h: print('waiting for', h, flush=True)):\n"
+                "    print('whole run', flush=True)",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert waiter.stdout.readline().startswith("waiting for day run pid ")
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiter.wait(timeout=1.5)
     finally:
         day.kill()
         day.wait()
+    out, _ = waiter.communicate(timeout=30)
+    assert out.strip() == "whole run" and waiter.returncode == 0
     whole = hold(warehouse, shared=False)
     try:
-        with pytest.raises(RunLockedError, match=r"\(pid \d+ since"):  # nor a day run beside a whole one
+        with pytest.raises(RunLockedError, match=r"\(pid \d+ since"):  # a day run beside a whole one stops
             with run_lock(warehouse, shared=True):
+                pass
+        with pytest.raises(RunLockedError, match=r"\(pid \d+ since"):  # and so does another whole run
+            with run_lock(warehouse):
                 pass
     finally:
         whole.kill()
@@ -189,3 +209,66 @@ def test_a_second_process_waits_for_the_warehouse_file_and_then_opens_it(tmp_pat
     with open_lock(warehouse, on_wait=waits.append), open_lock(tmp_path / "." / "w.duckdb", on_wait=waits.append):
         pass
     assert waits == []
+
+
+def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_completes_it(tmp_path, dagster_home):
+    """kill -9 of `citegate run --workers 2` while its day runs judge: the published copy and the lake stay as the
+    last complete night left them; the day processes it leaves finish or fail on their own (the judge is gone),
+    and a re-run, once they let the lock go, publishes the same rows as before."""
+    import signal
+    import time
+
+    from .test_crash_safety import by_content
+
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=2, requests_per_day=150, seed=22, malformed=False, start_date=DAYS[0])
+    config = tmp_path / "c.toml"
+    config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 2\nmax_retries = 0\n")
+    warehouse = tmp_path / "w.duckdb"
+    published, lake = tmp_path / "w.published.duckdb", tmp_path / "w.lake"
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "CITEGATE_JUDGE_MODEL": "kill-judge",
+        "CITEGATE_LABELS": str(tmp_path / "no-labels"),
+        "CITEGATE_REVIEWS": str(tmp_path / "reviews"),
+    }
+    with ScriptedJudgeServer(by_content) as server:
+        first = start_run(
+            landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}, "--workers", "2"
+        )
+        out, _ = first.communicate(timeout=600)
+        assert first.returncode == 0, out[-3000:]
+    before = published_state(published, lake)
+
+    from citegate_assets.lib.warehouse import connect
+
+    with connect(warehouse) as con:  # so the re-run has to call the judge in its day runs
+        con.execute("delete from judge_cache")
+    with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=5)) as slow:
+        proc = start_run(
+            landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": slow.base_url}, "--workers", "2"
+        )
+        deadline = time.monotonic() + 300
+        while not slow.requests and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert slow.requests, "the day runs never reached the judge"
+    assert published_state(published, lake) == before  # readers see the last complete night
+
+    with ScriptedJudgeServer(by_content) as server:
+        run_env = {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}
+        rerun = start_run(landing, warehouse, config, run_env, "--workers", "2", "--wait", "300")
+        out, _ = rerun.communicate(timeout=600)
+        assert rerun.returncode == 0, out[-3000:]
+    after = published_state(published, lake)
+    unchanged_by_design = ("published_sha256", "manifest", "judge_cache", "prompt_count_history", "metric_week_inputs")
+    changed = [t for t in before if t not in unchanged_by_design and after.get(t) != before[t]]
+    assert changed == [], {t: sorted(set(before[t]) ^ set(after.get(t, [])))[:3] for t in changed}
+    # the killed night's day runs are not left STARTED: they ended on their own, or the re-run released them
+    instance = dg.DagsterInstance.from_config(str(dagster_home))
+    stuck = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
+    )
+    assert stuck == []

@@ -196,8 +196,9 @@ def _connect_with_schema(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def is_day_run(run: dg.DagsterRun | None) -> bool:
-    """A run of daily assets only (a day run of `citegate run --workers N`, a run of a UI backfill)."""
-    if run is None or run.asset_selection is None:
+    """A run of daily assets only (a day run of `citegate run --workers N`, a run of a UI backfill). A run of the
+    whole job has no selection (None, or empty when executed in process); a run of checks alone is not one."""
+    if run is None or not run.asset_selection:
         return False
     return run.asset_selection <= day_assets()
 

@@ -3,9 +3,9 @@ when the holder exits (even on kill -9), so a crash never leaves a stale lock:
 
 - <warehouse>.run.lock, held by a run from its start to its end. A run over whole nights (ingest, the gates,
   the metrics, the publish; `citegate calibrate`, `citegate forget`) holds it exclusively: a second one waits
-  for it or stops with a message naming the holder. A day run (only daily assets, one day: what
-  `citegate run --workers N` and a UI backfill launch) holds it shared, so several days run at once while no
-  whole run can start.
+  for it or stops with a message naming the holder. A day run (only daily assets: what `citegate run
+  --workers N` and a UI backfill launch) holds it shared, so several days run at once; a whole run waits for
+  the day runs to end (up to DAY_RUNS_WAIT_S), and a day run waits for a whole run as a whole run does.
 - <warehouse>.open.lock, held exclusively while a process has the DuckDB file open. DuckDB admits one process
   per file, and every step opens it only to read its inputs and to write its outputs, so day runs take turns
   at the file while their pure-Python work (parsing, the judge) runs side by side. Waiting for it is not an
@@ -39,6 +39,9 @@ def open_lock_path(warehouse: Path) -> Path:
     return warehouse.with_name(warehouse.name + ".open.lock")
 
 
+# how long a whole run waits for day runs to let the run lock go (they end on their own; a whole run that holds it
+# is waited for only as long as the caller says, by default not at all)
+DAY_RUNS_WAIT_S = 6 * 3600.0
 # (st_dev, st_ino) of a lock file this process holds → [descriptor, depth, exclusive]
 _held: dict[tuple[int, int], list] = {}
 _held_guard = threading.Lock()
@@ -78,10 +81,11 @@ def _flock(
             except BaseException:
                 os.close(fd)
                 raise
-            if exclusive:
-                os.ftruncate(fd, 0)
-                stamp = f"pid {os.getpid()} since {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
-                os.pwrite(fd, stamp.encode(), 0)
+            # who holds it, for a waiter's message (among day runs, the latest to start)
+            who = "pid" if exclusive else "day run pid"
+            stamp = f"{who} {os.getpid()} since {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, stamp.encode(), 0)
             with _held_guard:
                 _held[key] = entry = [fd, 1, exclusive]
         else:
@@ -108,19 +112,38 @@ def _acquire(
 ) -> None:
     start = time.monotonic()
     announced = False
+    behind_day_runs = 0.0  # seconds spent waiting while only day runs held it
     while True:
         try:
             fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            waited = time.monotonic() - start
+            waited = time.monotonic() - start - behind_day_runs
+            if exclusive and _only_shared_holders(fd) and behind_day_runs < DAY_RUNS_WAIT_S:
+                # day runs end on their own (a backfill's, `--workers N`'s): a whole run waits for them
+                if on_wait and not announced:
+                    on_wait(holder)
+                    announced = True
+                time.sleep(0.2)
+                behind_day_runs += 0.2
+                continue
             if wait_s is not None and waited >= wait_s:
                 raise refuse(holder) from None
             if on_wait and not announced and waited >= wait_note_s:
                 on_wait(holder)
                 announced = True
             time.sleep(0.05 if wait_s is None else 0.2)
+
+
+def _only_shared_holders(fd: int) -> bool:
+    """Whether the lock's holders are all shared ones (day runs): a shared hold is granted only then."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
 
 
 @contextmanager
