@@ -55,7 +55,8 @@ class WarehouseResource(dg.ConfigurableResource):
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[WarehouseResource]:
         """Every run that uses the warehouse holds its run lock from start to end (lib/runlock.py): the
         runs the daemon launches as well as `citegate run` and `citegate calibrate` (re-entrant there).
-        A day run (only daily assets) holds it shared, so day runs go side by side; any other exclusively.
+        A day run (only daily assets) holds it shared, so day runs go side by side; any other exclusively, and
+        waits for day runs to end.
         Resources are set up once per run by the in-process executor, before any step claims a pool slot.
         A run that finds the lock held waits CITEGATE_LOCK_WAIT_S seconds (default 0), then fails naming the holder."""
         global _report_wait
