@@ -244,3 +244,30 @@ def test_pass_rates_by_answer_model_match_the_gate_tables(first_run):
             acc[1] += total
         rates = {model: passed / total for model, (passed, total) in per_model.items()}
         assert len(rates) >= 2 and len(set(rates.values())) >= 2, (metric, rates)
+
+
+def test_weekly_metrics_without_stored_definitions_stop_naming_metric_definitions(after_a_run, dagster_home):
+    """A backfill of chosen assets on a warehouse whose metric_definitions was never materialized: the weekly
+    metrics stop and say what to materialize, instead of writing zero counts for their checks to trip on."""
+    import dagster as dg
+
+    from citegate_assets.definitions import defs
+
+    go, warehouse = after_a_run
+    with connect(warehouse) as con:
+        con.execute("delete from metric_definitions")
+        [(before,)] = con.sql("select count(*) from weekly_surface_metrics").fetchall()
+    result = (
+        defs()
+        .resolve_job_def("nightly_job")
+        .execute_in_process(
+            instance=dg.DagsterInstance.get(),
+            asset_selection=[dg.AssetKey(k) for k in ("weekly_surface_metrics", "weekly_breakdowns", "metric_lineage")],
+            raise_on_error=False,
+        )
+    )
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    assert "metric_definitions holds no definitions" in failure.event_specific_data.error.message
+    with connect(warehouse, read_only=True) as con:
+        assert con.sql("select count(*) from weekly_surface_metrics").fetchall() == [(before,)]  # left as it was

@@ -184,6 +184,13 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     definitions = load_definitions()
     now = utc_now()
     with warehouse.connect() as con:
+        [(stored,)] = query(con, "metric_tables/definitions_stored").fetchall()
+        if stored == 0:  # the weekly tables join the stored definitions: without them every count would be 0
+            raise dg.Failure(
+                "metric_definitions holds no definitions in this warehouse: materialize metric_definitions first "
+                "(nightly_job and the UI's \"Materialize all\" include it; a backfill of chosen assets on a new "
+                "warehouse must too)"
+            )
         with transaction(con):
             weeks = update_metrics(con, definitions, now, run_days(context))
         metrics = query(con, "metric_tables/headline_for_chart").pl()
