@@ -42,7 +42,7 @@ def test_two_day_partitions_at_once_write_the_same_tables_as_one_run(tmp_path, d
         "CITEGATE_LABELS": str(tmp_path / "no-labels"),
     }
     states, outputs, in_flight = {}, {}, {}
-    for workers in (1, 2):
+    for workers in (2, 1):  # 2 first: the pool's limit it leaves must not slow a later whole run's judge
         folder = tmp_path / f"w{workers}"
         folder.mkdir()
         with ScriptedJudgeServer(answer) as server:
@@ -76,6 +76,8 @@ def test_two_day_partitions_at_once_write_the_same_tables_as_one_run(tmp_path, d
     # two judge steps at once keep [judge] concurrency (2) in flight between them: the pool's limit is 2
     assert instance.event_log_storage.get_concurrency_info(JUDGE_POOL).limit == 2
     assert in_flight[2] <= 2
+    # a whole run afterwards holds the warehouse alone: its judge keeps all of [judge] concurrency in flight
+    assert in_flight[1] == 2
 
 
 def test_the_night_splits_into_head_days_and_tail_covering_every_asset_once():

@@ -7,6 +7,7 @@ from typing import TypedDict
 import dagster as dg
 
 from .partitions import daily_partitions
+from .resources import is_day_run
 
 # every unpartitioned asset that opens the warehouse runs in this pool; dagster_home/dagster.yaml gives pools
 # one slot. Daily assets are in no such pool: day runs go side by side and take turns at the DuckDB file
@@ -31,6 +32,9 @@ DAILY = DailyAssetSettings(
 
 
 def judge_slots(context: dg.AssetExecutionContext) -> int:
-    """The judge pool's limit in this instance: how many judge steps may run at once (at least 1)."""
+    """How many judge steps may run at once beside this one: the judge pool's limit in a day run (at least 1); 1 in
+    any other run, which holds the warehouse alone (lib/runlock.py)."""
+    if not is_day_run(context.run):
+        return 1
     info = context.instance.event_log_storage.get_concurrency_info(JUDGE_POOL)
     return max(1, info.limit or info.slot_count or 1)

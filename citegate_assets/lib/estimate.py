@@ -18,6 +18,9 @@ The secondary judge ([judge.secondary]) has its own row, mode `secondary`: it is
 in judge_cache for its model, always online (judge_agreement calls it pair by pair), at its model's price. The
 real run samples only pairs the primary answered (not `error`), so this is an upper bound when the primary fails.
 
+The citations and their passages are the support gate's (lib/passages.py cited_passages: one streamed read of the
+range's prompts); sql/report/estimate_pairs.sql applies the policy and hashes them.
+
 Pairs are counted once per range (a backfill runs the range as one run, and one run judges a pair once).
 It reads what a run has gated: days ingested but not yet through the provenance gate are reported apart, not
 estimated. It reads the published copy (cli.py), never the working file a run may be writing.
@@ -35,6 +38,7 @@ import polars as pl
 from .agreement import agreement_key
 from .config import Config
 from .judge.prompt import TEMPLATE_VERSION, render_prompt
+from .passages import cited_passages
 from .policies import registered_policies
 from .reporting import text_table
 from .sampling import SALT
@@ -44,7 +48,6 @@ from .warehouse import query
 CHARS_PER_TOKEN = 4
 MESSAGE_TOKENS = 7  # the chat format around one user message and the assistant's reply
 FRAME_CHARS = len(render_prompt("", ""))  # the template's own text around the passage and the claim
-BUCKETS = 8  # as support/passages: the prompt text of a whole day does not fit one join's memory
 
 PAIR_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "citation_id": pl.String,
@@ -81,12 +84,19 @@ def default_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
 
 
 def selected_pairs(con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date) -> pl.DataFrame:
-    """One row per provenance-passing citation of [start, end) with its surface's policy applied."""
-    params = {"start": start, "end": end, "salt": SALT, "buckets": BUCKETS}
+    """One row per provenance-passing citation of [start, end) with its surface's policy applied, ordered by
+    citation_id: the support gate's citations and passages (lib/passages.py, one read of the prompts) keyed and
+    sampled in sql/report/estimate_pairs.sql. Where retention removed the text, the hashes and lengths are null."""
+    passages = cited_passages(con, start, end).select("citation_id", "surface", "claim", "passage")
+    if passages.is_empty():
+        return pl.DataFrame(schema=PAIR_SCHEMA)
     with registered_policies(con, config, start, end):
-        parts = [query(con, "report/estimate_pairs", {**params, "bucket": b}).pl() for b in range(BUCKETS)]
-    parts = [p.cast(PAIR_SCHEMA) for p in parts if p.height]
-    return pl.concat(parts) if parts else pl.DataFrame(schema=PAIR_SCHEMA)
+        con.register("estimate_passages", passages.to_arrow())
+        try:
+            pairs = query(con, "report/estimate_pairs", {"salt": SALT}).pl()
+        finally:
+            con.unregister("estimate_passages")
+    return pairs.cast(PAIR_SCHEMA)
 
 
 def estimate(
