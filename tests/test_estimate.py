@@ -1,21 +1,31 @@
 """`citegate estimate`: counts what a run would judge under the config's sampling policy, what is cached, and the
 tokens and cost per judge model and mode, from the published copy, without calling the judge (a real server on
 127.0.0.1 stands by and must receive nothing); then a real run through that server makes exactly the estimated
-number of support calls."""
+number of support calls. selected_pairs reads the passages as the support gate does and gives, row for row, what
+the bucketed join it replaced gave (kept below as the reference), text removed or not."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from datetime import date
+from datetime import date, timedelta
 
+import polars as pl
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.estimate import CHARS_PER_TOKEN, MESSAGE_TOKENS, prompt_tokens
+from citegate_assets.lib import passages as passages_module
+from citegate_assets.lib.config import parse_config
+from citegate_assets.lib.estimate import CHARS_PER_TOKEN, MESSAGE_TOKENS, PAIR_SCHEMA, prompt_tokens, selected_pairs
+from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.judge.prompt import render_prompt
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.policies import registered_policies
+from citegate_assets.lib.provenance import check_provenance
+from citegate_assets.lib.retention import drop_text
+from citegate_assets.lib.sampling import SALT, sample_key, select_sample
+from citegate_assets.lib.warehouse import connect, ensure_schema, transaction
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .judge_server import Reply, ScriptedJudgeServer
@@ -198,3 +208,127 @@ def test_the_secondary_judges_calls_are_estimated_and_a_run_makes_them(published
             "select count(*), string_agg(distinct secondary_model) from judge_agreement"
         ).fetchall()
     assert models == "judge-s" and sampled >= len(received)  # the same pair twice is one call
+
+
+# The join selected_pairs ran before it read cited_passages (sql/report/estimate_pairs.sql until issue 16): one
+# bucket of requests at a time, each bucket reading every prompt of the range again.
+OLD_BUCKETS = 8
+OLD_ESTIMATE_PAIRS = """
+with pairs as (
+    select
+        r.citation_id, r.surface,
+        sha256(c.claim_normalized) as claim_sha256,
+        length(c.claim_normalized) as claim_chars,
+        sha256(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start)) as passage_sha256,
+        length(substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start)) as passage_chars
+    from provenance_results r
+    join citations c on c.citation_id = r.citation_id
+    join prompts p on p.request_id = r.request_id and p.day >= $start and p.day < $end
+     and hash(p.request_id) % $buckets = $bucket
+    join prompt_sections s
+        on s.request_id = r.request_id and s.chunk_id = r.chunk_id and s.day >= $start and s.day < $end
+       and r.found_start >= s.body_start and r.found_end <= s.body_end
+    where r.day >= $start and r.day < $end and r.reason = 'ok' and c.day >= $start and c.day < $end
+      and hash(r.request_id) % $buckets = $bucket
+    qualify row_number() over (partition by r.citation_id order by s.section_no) = 1
+),
+keyed as (
+    select pairs.*, sp.stakes, sp.sample_rate,
+           ('0x' || left(sha256($salt || pairs.citation_id), 13))::ubigint / 4503599627370496.0 as sample_key
+    from pairs
+    join surface_policies sp on sp.surface = pairs.surface
+)
+select
+    citation_id, surface, stakes, sample_rate,
+    case stakes when 'high' then true when 'low' then sample_key < sample_rate else false end as selected,
+    passage_sha256, claim_sha256, passage_chars, claim_chars
+from keyed
+"""
+
+
+def old_selected_pairs(con, config, start: date, end: date) -> pl.DataFrame:
+    """What selected_pairs returned before issue 16, sorted by citation_id."""
+    params = {"start": start, "end": end, "salt": SALT, "buckets": OLD_BUCKETS}
+    with registered_policies(con, config, start, end):
+        parts = [con.sql(OLD_ESTIMATE_PAIRS, params={**params, "bucket": b}).pl() for b in range(OLD_BUCKETS)]
+    parts = [p.cast(PAIR_SCHEMA) for p in parts if p.height]
+    return (pl.concat(parts) if parts else pl.DataFrame(schema=PAIR_SCHEMA)).sort("citation_id")
+
+
+RUN_START, RUN_DAYS = date(2026, 11, 2), 3
+RUN_END = RUN_START + timedelta(days=RUN_DAYS)
+DROPPED_DAY = date(2026, 11, 4)
+POLICY = {
+    "surfaces": {
+        "default": {"stakes": "low", "sample_rate": 0.4},
+        "billing-assistant": {"stakes": "high"},
+        "internal-search": {"stakes": "off"},
+    }
+}
+
+
+def test_selected_pairs_are_the_old_joins_rows_text_removed_or_not(tmp_path, monkeypatch):
+    """A generated 3-day run, the provenance gate and the support sample applied without dagster; then the text of
+    one day removed as retention removes it. The new selected_pairs equals the old bucketed join row for row, in
+    every range, and its values are the ones computed independently: the support sample's selection, sha256 and
+    length of the passage and claim the support gate reads."""
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=RUN_DAYS, requests_per_day=60, seed=5, start_date=RUN_START.isoformat())
+    config = parse_config(POLICY, None)
+    monkeypatch.setattr(passages_module, "PROMPTS_PER_BATCH", 9)  # many batches of prompts
+    with connect(tmp_path / "w.duckdb") as con:
+        ensure_schema(con)
+        ingest_landing(con, landing, config, final=True)
+        check_provenance(con, RUN_START, RUN_END)
+        with transaction(con):
+            select_sample(con, RUN_START, RUN_END, config)
+        sample = con.sql("select citation_id, selected from support_sample").pl()
+        passages = passages_module.cited_passages(con, RUN_START, RUN_END)
+        ranges = [(RUN_START, RUN_END), (date(2026, 11, 3), date(2026, 11, 4)), (date(2026, 11, 9), date(2026, 11, 10))]
+        before = {r: (old_selected_pairs(con, config, *r), selected_pairs(con, config, *r)) for r in ranges}
+        with transaction(con):
+            dropped = drop_text(con, days=[DROPPED_DAY])
+        after = {r: (old_selected_pairs(con, config, *r), selected_pairs(con, config, *r)) for r in ranges}
+
+    whole, _ = before[(RUN_START, RUN_END)]
+    assert whole.height > 200 and dropped["prompts"] == 60
+    for r, (old, new) in [*before.items(), *after.items()]:
+        assert new.schema == PAIR_SCHEMA
+        assert new.equals(old), r  # row for row, ordered by citation_id
+    assert before[(date(2026, 11, 9), date(2026, 11, 10))][1].is_empty()  # a range without citations
+
+    # the policy of each surface: high -> all, off -> none, low -> the stable hash sample, both ways
+    new = before[(RUN_START, RUN_END)][1]
+    by_stakes = {s: new.filter(pl.col("stakes") == s) for s in ("high", "low", "off")}
+    assert set(by_stakes["high"]["surface"]) == {"billing-assistant"} and by_stakes["high"]["selected"].all()
+    assert set(by_stakes["off"]["surface"]) == {"internal-search"} and not by_stakes["off"]["selected"].any()
+    low = by_stakes["low"]
+    assert low.height > 50 and 0 < low["selected"].sum() < low.height
+    assert low["selected"].to_list() == [sample_key(c) < 0.4 for c in low["citation_id"]]
+    assert set(low["sample_rate"]) == {0.4}
+    # the same selection as the support sample the run stored under the same config
+    assert new.select("citation_id", "selected").equals(sample.sort("citation_id"))
+
+    # the hashes and lengths: of the passage and claim the support gate reads (normalized, as the judge gets them)
+    def sha(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    assert passages["citation_id"].to_list() == new["citation_id"].to_list()
+    assert new["passage_sha256"].to_list() == [sha(p) for p in passages["passage"]]
+    assert new["claim_sha256"].to_list() == [sha(c) for c in passages["claim"]]
+    assert new["passage_chars"].to_list() == [len(p) for p in passages["passage"]]
+    assert new["claim_chars"].to_list() == [len(c) for c in passages["claim"]]
+
+    # retention: the day's citations keep their rows and their policy; the text's hashes and lengths are null (as the
+    # old join gave them); the other days' rows are unchanged
+    removed = after[(RUN_START, RUN_END)][1]
+    dropped_ids = passages.filter(pl.col("day") == DROPPED_DAY)["citation_id"].to_list()
+    gone = removed.filter(pl.col("citation_id").is_in(dropped_ids))
+    assert removed.height == new.height and gone.height > 0
+    text = ["passage_sha256", "claim_sha256", "passage_chars", "claim_chars"]
+    assert all(gone[c].null_count() == gone.height for c in text)
+    kept = ["citation_id", "surface", "stakes", "sample_rate", "selected"]
+    assert gone.select(kept).equals(new.filter(pl.col("citation_id").is_in(dropped_ids)).select(kept))
+    assert removed.filter(~pl.col("citation_id").is_in(dropped_ids)).equals(
+        new.filter(~pl.col("citation_id").is_in(dropped_ids))
+    )
