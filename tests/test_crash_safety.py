@@ -162,16 +162,13 @@ def by_content(req: dict, i: int) -> Reply:
     return Reply("yes" if len(req["messages"][0]["content"]) % 3 else "partial")
 
 
-def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_nothing(tmp_path, dagster_home):
-    """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
-    exactly as it was: the published file, the lake's manifest, every table's rows. Run again to the end, the
-    day's re-run changes no row readers see."""
+def two_judged_days(tmp_path, dagster_home, requests: int, seed: int, concurrency: int) -> tuple:
+    """Two generated days, the judge on every citation: (landing, config, warehouse, published, lake, env); the
+    judge's URL is the caller's to add to env."""
     landing = tmp_path / "landing"
-    generate_logs(landing, days=2, requests_per_day=300, seed=12, malformed=False, start_date="2026-11-02")
+    generate_logs(landing, days=2, requests_per_day=requests, seed=seed, malformed=False, start_date="2026-11-02")
     config = tmp_path / "c.toml"
-    config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 4\nmax_retries = 0\n")
-    warehouse = tmp_path / "w.duckdb"
-    published, lake = tmp_path / "w.published.duckdb", tmp_path / "w.lake"
+    config.write_text(f"[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = {concurrency}\nmax_retries = 0\n")
     env = {
         **os.environ,
         "DAGSTER_HOME": str(dagster_home),
@@ -179,6 +176,14 @@ def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_n
         "CITEGATE_LABELS": str(tmp_path / "no-labels"),
         "CITEGATE_REVIEWS": str(tmp_path / "reviews"),
     }
+    return landing, config, tmp_path / "w.duckdb", tmp_path / "w.published.duckdb", tmp_path / "w.lake", env
+
+
+def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_nothing(tmp_path, dagster_home):
+    """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
+    exactly as it was: the published file, the lake's manifest, every table's rows. Run again to the end, the
+    day's re-run changes no row readers see."""
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 300, 12, 4)
     with ScriptedJudgeServer(by_content) as server:
         env["CITEGATE_JUDGE_BASE_URL"] = server.base_url
         first = start_run(landing, warehouse, config, env)

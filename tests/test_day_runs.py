@@ -220,21 +220,9 @@ def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_comp
     import signal
     import time
 
-    from .test_crash_safety import by_content
+    from .test_crash_safety import by_content, two_judged_days
 
-    landing = tmp_path / "landing"
-    generate_logs(landing, days=2, requests_per_day=150, seed=22, malformed=False, start_date=DAYS[0])
-    config = tmp_path / "c.toml"
-    config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 2\nmax_retries = 0\n")
-    warehouse = tmp_path / "w.duckdb"
-    published, lake = tmp_path / "w.published.duckdb", tmp_path / "w.lake"
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dagster_home),
-        "CITEGATE_JUDGE_MODEL": "kill-judge",
-        "CITEGATE_LABELS": str(tmp_path / "no-labels"),
-        "CITEGATE_REVIEWS": str(tmp_path / "reviews"),
-    }
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 150, 22, 2)
     with ScriptedJudgeServer(by_content) as server:
         first = start_run(
             landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}, "--workers", "2"

@@ -17,7 +17,15 @@ import pytest
 from citegate_assets.cli import main
 from citegate_assets.lib import passages as passages_module
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.estimate import CHARS_PER_TOKEN, MESSAGE_TOKENS, PAIR_SCHEMA, prompt_tokens, selected_pairs
+from citegate_assets.lib.estimate import (
+    CHARS_PER_TOKEN,
+    MESSAGE_TOKENS,
+    PAIR_SCHEMA,
+    estimate,
+    prompt_tokens,
+    render,
+    selected_pairs,
+)
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.judge.prompt import render_prompt
 from citegate_assets.lib.loggen import generate_logs
@@ -289,6 +297,8 @@ def test_selected_pairs_are_the_old_joins_rows_text_removed_or_not(tmp_path, mon
         with transaction(con):
             dropped = drop_text(con, days=[DROPPED_DAY])
         after = {r: (old_selected_pairs(con, config, *r), selected_pairs(con, config, *r)) for r in ranges}
+        lexical = "citegate-lexical-v3"
+        estimated = estimate(con, config, RUN_START, RUN_END, {lexical: True}, lexical)
 
     whole, _ = before[(RUN_START, RUN_END)]
     assert whole.height > 200 and dropped["prompts"] == 60
@@ -332,3 +342,8 @@ def test_selected_pairs_are_the_old_joins_rows_text_removed_or_not(tmp_path, mon
     assert removed.filter(~pl.col("citation_id").is_in(dropped_ids)).equals(
         new.filter(~pl.col("citation_id").is_in(dropped_ids))
     )
+    # `citegate estimate` over a range with that day: its citations are counted apart, never estimated as calls
+    assert int(estimated["without_text"]["citations"][0]) == gone.height
+    assert int(estimated["surfaces"]["citations"].sum()) == new.height - gone.height
+    text_out = render(estimated, RUN_START, RUN_END, lexical, "online")
+    assert f"{gone.height:,} of days whose text was removed ([retention] text_days) are not estimated" in text_out

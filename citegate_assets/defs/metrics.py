@@ -188,7 +188,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         if stored == 0:  # the weekly tables join the stored definitions: without them every count would be 0
             raise dg.Failure(
                 "metric_definitions holds no definitions in this warehouse: materialize metric_definitions first "
-                "(nightly_job and the UI's \"Materialize all\" include it; a backfill of chosen assets on a new "
+                '(nightly_job and the UI\'s "Materialize all" include it; a backfill of chosen assets on a new '
                 "warehouse must too)"
             )
         with transaction(con):

@@ -113,6 +113,9 @@ def estimate(
     (one row per model and mode, the secondary's last)."""
     days = query(con, "report/estimate_days", {"start": start, "end": end}).pl()
     pairs = selected_pairs(con, config, start, end)
+    # a day whose text retention removed is never gated again (a run refuses it): nothing to estimate there
+    without_text = pairs.filter(pl.col("passage_sha256").is_null() | pl.col("claim_sha256").is_null())
+    pairs = pairs.filter(pl.col("passage_sha256").is_not_null() & pl.col("claim_sha256").is_not_null())
     chosen = pairs.filter(pl.col("selected"))
     distinct = chosen.unique(["passage_sha256", "claim_sha256"], keep="first", maintain_order=True)
     tokens = [prompt_tokens(p, c) for p, c in zip(distinct["passage_chars"], distinct["claim_chars"])]
@@ -148,6 +151,7 @@ def estimate(
         rows.append(_secondary_row(con, config, chosen, *secondary))
     return {
         "days": days,
+        "without_text": pl.DataFrame({"citations": [without_text.height]}, schema={"citations": pl.Int64}),
         "surfaces": surfaces if surfaces is not None else _by_surface(pairs, configured, set()),
         "models": pl.DataFrame(
             rows,
@@ -235,13 +239,20 @@ def _by_surface(pairs: pl.DataFrame, model: str, cached: set[str]) -> pl.DataFra
 
 def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: str, mode: str) -> str:
     days, surfaces, models = result["days"], result["surfaces"], result["models"]
+    without_text = int(result["without_text"]["citations"][0]) if "without_text" in result else 0
     ingested = int(days["citations"].sum()) if days.height else 0
     gated = int(days["gated"].sum()) if days.height else 0
     last = end - timedelta(days=1)
     lines = [
         f"Estimate for {start} .. {last} ({days.height} day(s) with citations in the warehouse): nothing was called.",
         f"  citations ingested {ingested:,}, through the provenance gate {gated:,}"
-        + (f"; {ingested - gated:,} not yet gated are not estimated (run them first)" if ingested > gated else ""),
+        + (f"; {ingested - gated:,} not yet gated are not estimated (run them first)" if ingested > gated else "")
+        + (
+            f"; {without_text:,} of days whose text was removed ([retention] text_days) are not estimated (a run "
+            "does not gate those days again)"
+            if without_text
+            else ""
+        ),
         "",
         f"Per surface (sampling policy of the config; cached for the configured judge {safe(configured)}):",
         text_table(surfaces, max_rows=200),
