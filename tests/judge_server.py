@@ -155,13 +155,26 @@ class ScriptedJudgeServer:
             self.request_headers.append({k.lower(): v for k, v in handler.headers.items()})
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        answered = False
+
+        def answering() -> None:
+            # a call is in flight until its answer starts: its client may send the next request as soon as it has
+            # the answer, before this thread is done writing, and that one must not count twice
+            nonlocal answered
+            if not answered:
+                answered = True
+                with self._lock:
+                    self.in_flight -= 1
+
         try:
             if handler.path.rstrip("/") != "/v1/chat/completions":
+                answering()
                 self._send(handler, 404, {"Content-Type": "application/json"}, _error_body(404, "no such route"))
                 return
             reply = self.answer(request_json, index)
             if reply.delay_s > 0:
                 self._stopping.wait(reply.delay_s)
+            answering()
             if reply.reset:
                 _reset(handler)
                 return
@@ -174,8 +187,7 @@ class ScriptedJudgeServer:
             headers = {"Content-Type": "application/json", **reply.headers}
             self._send(handler, reply.status, headers, body)
         finally:
-            with self._lock:
-                self.in_flight -= 1
+            answering()
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, headers: dict, body: bytes) -> None:

@@ -136,9 +136,15 @@ def ui(tmp_path, landing, config_file, judge):
         CITEGATE_JUDGE_BASE_URL=judge.base_url,
         CITEGATE_JUDGE_MODEL="backfill-judge",
     )
+    # the instance's sqlite storages created here first: dagster dev's webserver, daemon and code server start at
+    # once, and each creating them would race on alembic's version table ("more than one head present")
+    instance = dg.DagsterInstance.from_config(str(home))
+    instance.get_runs(limit=1)
+    instance.event_log_storage.get_concurrency_keys()
+    instance.schedule_storage.all_instigator_state() if instance.schedule_storage else None
     dev = DagsterDev(env, tmp_path / "dagster-dev.log")
     try:
-        yield dev, dg.DagsterInstance.from_config(str(home)), Path(env["CITEGATE_WAREHOUSE"])
+        yield dev, instance, Path(env["CITEGATE_WAREHOUSE"])
     finally:
         dev.stop()
 
