@@ -45,7 +45,10 @@ class NightResult:
 
     @property
     def run_id(self) -> str:
-        return ", ".join(self.run_ids)
+        """The night's runs in a line: the head's id … the last one's (each was printed as it ended)."""
+        if len(self.run_ids) <= 2:
+            return ", ".join(self.run_ids)
+        return f"{self.run_ids[0]} … {self.run_ids[-1]} ({len(self.run_ids)} runs)"
 
     def get_asset_check_evaluations(self) -> list[Any]:
         return [
