@@ -19,7 +19,7 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from citegate_assets.lib.config import Config, load_config, parse_config
+from citegate_assets.lib.config import Config, JudgeConfig, load_config, parse_config
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
 from citegate_assets.lib.runlock import open_lock, run_lock
@@ -143,8 +143,13 @@ class JudgeResource(dg.ConfigurableResource):
         cfg = effective_judge_config(config.judge)
         if self.base_url or self.model:
             cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
-        cfg = replace(cfg, concurrency=max(1, int(cfg.concurrency) // max(1, slots)))
+        cfg = judge_share(cfg, slots)
         return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
+
+
+def judge_share(cfg: JudgeConfig, slots: int) -> JudgeConfig:
+    """[judge] with this step's share of the calls in flight, when `slots` judge steps may run at once."""
+    return replace(cfg, concurrency=max(1, int(cfg.concurrency) // max(1, slots)))
 
 
 def default_resources() -> dict[str, dg.ConfigurableResource]:

@@ -1,8 +1,6 @@
 """Support stage: which citations are judged, the numeric check, and the judge's verdicts (README "The support gate";
 SPEC section 5)."""
 
-from dataclasses import replace
-
 import dagster as dg
 import polars as pl
 
@@ -24,7 +22,7 @@ from citegate_assets.lib.warehouse import append_frame, query, run_script, trans
 
 from .asset_defaults import DAILY, JUDGE_POOL, judge_slots
 from .partitions import partition_days, row_count_metadata
-from .resources import CitegateConfigResource, JudgeResource, WarehouseResource
+from .resources import CitegateConfigResource, JudgeResource, WarehouseResource, judge_share
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
@@ -185,8 +183,8 @@ def judge_agreement(
     if secondary is None:
         return dg.MaterializeResult(metadata={"secondary_judge": "not configured ([judge.secondary])"})
     primary_base_url = judge.base_url or effective_judge_config(config.judge).base_url
-    share = max(1, config.judge.concurrency // judge_slots(context))  # as the primary's: the pool's share
-    the_judge = make_secondary_judge(replace(config.judge, concurrency=share), primary_base_url=primary_base_url)
+    # the secondary takes the primary's concurrency: its share of the judge pool, as the primary's
+    the_judge = make_secondary_judge(judge_share(config.judge, judge_slots(context)), primary_base_url=primary_base_url)
     assert the_judge is not None
     with warehouse.connect() as con:
         sampled = query(
