@@ -185,15 +185,19 @@ def test_a_post_without_the_csrf_token_is_refused_in_the_browser(site, browser):
     assert [line.review.citation_id for line in read_reviews(server.reviews) if line.review] == [cid]
 
 
+HEADER_COLOUR = "return getComputedStyle(document.querySelector('header')).backgroundColor"
+
+
 def test_the_pages_look_right(site, browser, tmp_path):
     """Each page renders with its stylesheet and script under the CSP (no console CSP violations)."""
     server, _ = site
     sign_in_with_keyboard(browser, server.base, "/")
     for path in ("/", "/metrics"):
         browser.get(f"{server.base}{path}")
-        assert browser.execute_script("return getComputedStyle(document.querySelector('header')).backgroundColor") == (
-            "rgb(29, 43, 58)"
-        )  # review.css applied
+        # review.css applied, once the page has loaded it (a loaded machine read the style before it had)
+        WebDriverWait(browser, 10).until(lambda b: b.execute_script("return document.readyState") == "complete")
+        WebDriverWait(browser, 10).until(lambda b: b.execute_script(HEADER_COLOUR) != "rgba(0, 0, 0, 0)")
+        assert browser.execute_script(HEADER_COLOUR) == "rgb(29, 43, 58)"
         errors = [e for e in browser.get_log("browser") if "Content Security Policy" in e.get("message", "")]
         assert errors == [], errors
     Path(tmp_path / "queue.png").write_bytes(browser.get_screenshot_as_png())
