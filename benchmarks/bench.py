@@ -54,8 +54,11 @@ def generate(landing: Path, requests: int, prompt_kb: int, seed: int = 1) -> Non
 
 
 def fresh(path: Path) -> Path:
+    """No warehouse at path: the file, its WAL, and the folders named after it (prompt text, lake)."""
     for p in path.parent.glob(path.name + "*"):
         p.unlink()
+    for folder in (path.with_name(f"{path.stem}.text"), path.with_name(f"{path.stem}.lake")):
+        shutil.rmtree(folder, ignore_errors=True)
     return path
 
 

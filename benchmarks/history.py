@@ -140,7 +140,11 @@ def metrics_stage(args: dict) -> dict:
     copy = Path(args["work"]) / "metrics-copy.duckdb"
     for old in copy.parent.glob(copy.name + "*"):
         old.unlink()
+    shutil.rmtree(copy.with_name(f"{copy.stem}.text"), ignore_errors=True)
     shutil.copy(args["warehouse"], copy)
+    source_text = Path(args["warehouse"]).with_name(f"{Path(args['warehouse']).stem}.text")
+    if source_text.is_dir():  # the prompt text is part of the warehouse (lib/text_store.py)
+        shutil.copytree(source_text, copy.with_name(f"{copy.stem}.text"))
     definitions, now = load_definitions(), datetime.now(UTC)
     with connect(copy) as con:
         t0 = time.perf_counter()

@@ -21,7 +21,9 @@ create table if not exists ingested_files (
     days date[]                          -- UTC days of the valid records ingested from it
 );
 
-create table if not exists prompts (
+-- Each prompt's row; its text is in the text folder's Parquet file named by text_file (schema 12, lib/text_store.py)
+-- or, for rows written before, inline. Readers read the view `prompts`, which joins the two.
+create table if not exists prompt_rows (
     request_id varchar not null,
     day date not null,                   -- UTC date of logged_at: the daily partition
     logged_at timestamptz not null,
@@ -43,7 +45,8 @@ create table if not exists prompts (
     normalization_version varchar not null,
     ingested_at timestamptz not null,
     prompt_reconstructed boolean,         -- schema 4: true when an adapter rebuilt the prompt from captured messages
-    retrieved_left_out varchar            -- schema 4: JSON [{chunk_id, why}], chunks a trace named without a text
+    retrieved_left_out varchar,           -- schema 4: JSON [{chunk_id, why}], chunks a trace named without a text
+    text_file varchar                     -- schema 12: day=YYYY-MM-DD/<batch>.parquet in the text folder (null: inline)
 );
 
 create table if not exists prompt_sections (

@@ -167,3 +167,24 @@ def copy_run(root, target) -> None:
         if dest.exists():
             shutil.rmtree(dest) if dest.is_dir() else dest.unlink()
         (shutil.copytree if path.is_dir() else shutil.copy2)(path, dest)
+
+
+def as_schema_11(con) -> None:
+    """A schema 12 warehouse turned back into schema 11's layout, for the migration tests: `prompts` a table again,
+    its text inline, no text folder."""
+    import shutil
+
+    from citegate_assets.lib.text_store import text_dir
+
+    folder = text_dir(con)
+    con.execute("create temp table text_inline as select request_id, prompt_raw, prompt_normalized from prompts")
+    con.execute("drop view prompts")
+    con.execute("alter table prompt_rows rename to prompts")
+    con.execute(
+        "update prompts p set prompt_raw = t.prompt_raw, prompt_normalized = t.prompt_normalized "
+        "from text_inline t where t.request_id = p.request_id"
+    )
+    con.execute("alter table prompts drop column text_file")
+    con.execute("drop table text_inline")
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -3,12 +3,13 @@
 import copy
 import gzip
 import json
+import shutil
 
 import pytest
 
 from citegate_assets.lib.ingest import ingest_landing
 
-from .helpers import scenario_record, write_jsonl
+from .helpers import as_schema_11, scenario_record, write_jsonl
 
 
 def good(i: int, **changes) -> dict:
@@ -341,13 +342,15 @@ def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypat
     reference = _ingest_generated(tmp_path, config, monkeypatch, once=False)
     path = tmp_path / "schema10.duckdb"
     path.write_bytes(reference.read_bytes())
+    shutil.copytree(reference.with_name(f"{reference.stem}.text"), path.with_name(f"{path.stem}.text"))
     with connect(path) as con:
+        as_schema_11(con)
         con.execute("alter table retrievals drop column raw_start")
         con.execute("alter table retrievals drop column raw_end")
         con.execute("delete from schema_version")
         con.execute("insert into schema_version values (10, now())")
     with connect(path) as con, connect(reference, read_only=True) as ref:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(12,)]
         assert con.sql(RAW_TEXT).fetchall() == ref.sql(RAW_TEXT).fetchall()
         assert con.sql("select count(*) from retrievals where raw_start is not null").fetchall() == [(0,)]

@@ -16,7 +16,7 @@ import pytest
 from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib import lake_store
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.publish import publish_lake
+from citegate_assets.lib.publish import PUBLISHED_AS, publish_lake
 from citegate_assets.lib.settings import resolve, resolve_beside
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
@@ -84,8 +84,8 @@ def differences(warehouse: Path, published: Path) -> tuple[dict[str, tuple[int, 
     with connect(published, read_only=True) as con:
         lake_store.register_for_views(con)
         con.execute(f"attach '{warehouse}' as work (read_only)")
-        tables = [
-            t
+        tables = [  # the published name of each table: prompt_rows is published as `prompts` (lib/publish.py)
+            PUBLISHED_AS.get(f"main.{t}", f"main.{t}").removeprefix("main.")
             for (t,) in con.sql(
                 "select table_name from duckdb_tables() where database_name = 'work' and schema_name = 'main'"
             ).fetchall()
@@ -203,6 +203,7 @@ def test_two_publishers_racing_on_the_manifest_one_wins_the_other_fails_naming_i
     warehouse_b = tmp_path / "b" / "w.duckdb"  # a second machine publishing to the same lake
     warehouse_b.parent.mkdir()
     shutil.copyfile(warehouse_a, warehouse_b)
+    shutil.copytree(warehouse_a.with_name("w.text"), warehouse_b.with_name("w.text"))  # its prompt text
     published_b = warehouse_b.with_name("w.published.duckdb")
     publish_lake(warehouse_b, published_b, lake_uri)
     b_before = digest(published_b)

@@ -105,7 +105,11 @@ def test_tampered_prompt_fails_the_blocking_check_naming_it(after_a_run):
     go, warehouse = after_a_run  # one run done
     with connect(warehouse) as con:
         [(rid,)] = con.sql("select request_id from prompts order by request_id limit 1").fetchall()
-        con.execute("update prompts set prompt_raw = prompt_raw || ' ' where request_id = $r", {"r": rid})
+        con.execute(  # inline text comes first (sql/text/prompts_view.sql): the row now reads a tampered prompt
+            "update prompt_rows set prompt_raw = (select prompt_raw from prompts where request_id = $r) || ' ' "
+            "where request_id = $r",
+            {"r": rid},
+        )
     result = go()
     assert not result.success
     check = checks(result)["prompts_match_their_sha256"]
@@ -115,7 +119,7 @@ def test_tampered_prompt_fails_the_blocking_check_naming_it(after_a_run):
 def test_deleted_prompts_fail_the_blocking_check(after_a_run):
     go, warehouse = after_a_run  # one run done
     with connect(warehouse) as con:
-        con.execute("delete from prompts where request_id in (select request_id from prompts order by 1 limit 2)")
+        con.execute("delete from prompt_rows where request_id in (select request_id from prompts order by 1 limit 2)")
     result = go()
     assert not result.success
     check = checks(result)["prompts_match_their_sha256"]

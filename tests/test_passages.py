@@ -48,7 +48,10 @@ def test_cited_passages_are_the_reference_joins_rows(tmp_path, monkeypatch):
         sampled = cited_passages(con, START, END, selected_only=True)
         one_day = cited_passages(con, date(2026, 11, 3), date(2026, 11, 4))
         # a day whose text retention dropped keeps its citations, with no passage
-        con.execute("update prompts set prompt_normalized = null where day = date '2026-11-04'")
+        con.execute(  # as retention leaves a day (the text is in the text folder's files since schema 12)
+            "update prompt_rows set prompt_raw = null, prompt_normalized = null, text_file = null "
+            "where day = date '2026-11-04'"
+        )
         removed = cited_passages(con, START, END)
     assert reference.height > 300 and 0 < reference["selected"].sum() < reference.height
     assert every.equals(reference)

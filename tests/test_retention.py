@@ -15,6 +15,8 @@ from citegate_assets.lib.timestamps import utc_now
 from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema, transaction
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import as_schema_11
+
 TODAY = utc_now().date()
 VERDICTS = "select citation_id, verdict, reason, checked_at from provenance_results where day < $d order by 1"
 DAYS = [TODAY - timedelta(days=n) for n in (3, 2, 1)]  # a 3-day history ending yesterday
@@ -159,6 +161,7 @@ def test_migration_10_lets_text_columns_hold_null(tmp_path):
     path = tmp_path / "old.duckdb"
     with connect(path) as con:
         ensure_schema(con)
+        as_schema_11(con)
         con.execute(
             "insert into prompts (request_id, day, logged_at, surface, answer_model, template, prompt_encoding, "
             "prompt_raw, prompt_sha256, profile_status, source_file, source_line, prompt_normalized, n_sections, "
@@ -185,14 +188,14 @@ def test_migration_10_lets_text_columns_hold_null(tmp_path):
             con.execute("insert into schema_version values (9, now())")
     with connect(path) as con:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(11,)]
-        con.execute("update prompts set prompt_raw = null, prompt_normalized = null")
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(12,)]
+        con.execute("update prompt_rows set prompt_raw = null, prompt_normalized = null")
         assert con.sql("select request_id, prompt_raw, prompt_sha256 = sha256('p') from prompts").fetchall() == [
             ("r1", None, True)
         ]
         nullable = con.sql(
             "select table_name || '.' || column_name from duckdb_columns() where not is_nullable and table_name in "
-            "('prompts', 'retrievals', 'citations', 'citation_queue', 'review_outcomes') and column_name in "
+            "('prompt_rows', 'retrievals', 'citations', 'citation_queue', 'review_outcomes') and column_name in "
             "('prompt_raw', 'prompt_normalized', 'text', 'span', 'claim', 'span_normalized', 'claim_normalized')"
         ).fetchall()
         assert nullable == []
@@ -201,7 +204,7 @@ def test_migration_10_lets_text_columns_hold_null(tmp_path):
 
 def insert_prompt(con, request_id: str, day, ingested_at) -> None:
     con.execute(
-        "insert into prompts (request_id, day, logged_at, surface, answer_model, template, prompt_encoding, "
+        "insert into prompt_rows (request_id, day, logged_at, surface, answer_model, template, prompt_encoding, "
         "prompt_raw, prompt_sha256, profile_status, answer, source_file, source_line, prompt_normalized, n_sections, "
         "normalization_version, ingested_at) values ($r, $d, $d::timestamptz, 's', 'm', 't', 'text', 'secret ' || $r, "
         "sha256('secret ' || $r), 'ok', 'answer', 'f.jsonl', 1, 'secret', 0, 'n1', $at)",

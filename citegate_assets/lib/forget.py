@@ -22,6 +22,7 @@ from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib.publish import publish_lake
 from citegate_assets.lib.retention import drop_text
 from citegate_assets.lib.runlock import run_lock
+from citegate_assets.lib.text_store import sweep
 from citegate_assets.lib.warehouse import connect, ensure_schema, load_sql, query, run_script, transaction
 
 
@@ -85,6 +86,7 @@ def forget_in_warehouse(
                 },
             )
     con.execute("checkpoint")  # the updated blocks are written now, not left in the WAL
+    sweep(con)  # the text files that held the requests' prompts, rewritten without them (lib/text_store.py)
     return result
 
 

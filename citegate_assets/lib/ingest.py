@@ -74,6 +74,7 @@ from .lines import (
     read_lines,
 )
 from .records import Reject
+from .text_store import remove_files, sweep, text_dir, write_text_files
 from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import query, run_script, transaction
 
@@ -145,12 +146,15 @@ class BatchWriter:
         [(self._database,)] = con.sql(
             "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
         ).fetchall()
+        self._text_dir = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
 
     def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
         self.drain()
         self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
         memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * longest_line
-        self._pending = self._pool.submit(_write_batch, self._cursor, relations, ledger, memory, self._roomy)
+        self._pending = self._pool.submit(
+            _write_batch, self._cursor, relations, ledger, memory, self._roomy, self._text_dir
+        )
 
     def drain(self) -> None:
         """Wait for the batch in flight; its error, if any, is raised here, naming the warehouse and the files."""
@@ -195,15 +199,24 @@ def _write_batch(
     ledger: list[dict],
     memory: int,
     roomy: int,
+    folder: Path | None = None,
 ) -> None:
     """One transaction under the small limit; a batch that does not fit (a line near max_line_bytes) is rolled back
-    and written again with room for the longest line allowed."""
+    and written again with room for the longest line allowed. The prompt text goes to the text folder first
+    (lib/text_store.py): files the transaction does not commit are never read, and are removed here."""
+    if folder is not None:
+        relations = {**relations, "batch_prompts": write_text_files(folder, relations["batch_prompts"])}
     try:
-        _write_batch_within(cursor, relations, ledger, memory)
-    except duckdb.Error as exc:
-        if not _out_of_memory(exc) or roomy <= memory:
-            raise
-        _write_batch_within(cursor, relations, ledger, roomy)
+        try:
+            _write_batch_within(cursor, relations, ledger, memory)
+        except duckdb.Error as exc:
+            if not _out_of_memory(exc) or roomy <= memory:
+                raise
+            _write_batch_within(cursor, relations, ledger, roomy)
+    except BaseException:
+        if folder is not None:
+            remove_files(folder, relations["batch_prompts"]["text_file"].unique().drop_nulls().to_list())
+        raise
 
 
 def _out_of_memory(exc: duckdb.Error) -> bool:
@@ -302,6 +315,7 @@ def ingest_landing(
     (lib/ingest_workers.py).
     """
     run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final, workers)
+    sweep(con)  # a killed ingest's text files: no row names them (ingest runs under the exclusive run lock)
     with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):  # around the writer too: it sets the limit per batch
         try:
             for entry in landing_entries(run.root):

@@ -40,6 +40,7 @@ class LakeTable:
     # an aggregate that changes whenever the partition is rewritten or updated (a re-run with the same row
     # count shows); only these columns and the partition column are read to decide what to write
     stamp: str | None
+    stamp_table: str | None = None  # where the stamp is read, when not the table itself (a view over a table)
 
 
 # The tables that grow with traffic and are written per day (or per week, for the lineage). Everything else
@@ -47,7 +48,13 @@ class LakeTable:
 # published file.
 LAKE_TABLES: tuple[LakeTable, ...] = (
     # the count(<text column>) terms: retention and forget null text in place (lib/retention.py)
-    LakeTable("prompts", "day", "max(ingested_at)::varchar || ':' || count(prompt_raw)::varchar"),
+    # read from prompt_rows: the view would read every prompt's text to count it (schema 12, lib/text_store.py)
+    LakeTable(
+        "prompts",
+        "day",
+        "max(ingested_at)::varchar || ':' || count(coalesce(prompt_raw, text_file))::varchar",
+        stamp_table="prompt_rows",
+    ),
     LakeTable("prompt_sections", "day", None),
     LakeTable("retrievals", "day", "count(text)::varchar"),
     LakeTable("citations", "day", "count(span)::varchar"),
@@ -200,7 +207,7 @@ def _fingerprints(con: duckdb.DuckDBPyConnection, spec: LakeTable) -> list[tuple
     else:
         stamp = f"({spec.stamp})::varchar" if spec.stamp else "null"
         sql = (
-            f"select {spec.column}, count(*), {stamp} from {spec.name} "
+            f"select {spec.column}, count(*), {stamp} from {spec.stamp_table or spec.name} "
             f"where {spec.column} is not null group by {spec.column} order by 1"
         )
     return [(part.isoformat(), n, s) for part, n, s in con.sql(sql).fetchall()]

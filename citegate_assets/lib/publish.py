@@ -31,6 +31,9 @@ select schema_name, table_name
 from duckdb_tables()
 where database_name = current_database() and not temporary and not internal
 """
+# A working table published under the name readers know it by: prompt_rows is `prompts` (a view over it and the
+# prompt text files, lib/text_store.py), with the same rows.
+PUBLISHED_AS = {"main.prompt_rows": "main.prompts"}
 _VIEWS_SQL = """
 select schema_name, view_name
 from duckdb_views()
@@ -123,7 +126,7 @@ def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeS
             manifest, written = lake_module.export_changed(
                 con, store, generation=generation, force_days=run_days, old=old
             )
-            expected = _row_counts(con)
+            expected = _row_counts(con, PUBLISHED_AS)
             source_db = con.sql("select current_database()").fetchall()[0][0]
             alias = "pub" if source_db != "pub" else "pub_copy"
             con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
@@ -223,11 +226,13 @@ def _published_counts(con: duckdb.DuckDBPyConnection, manifest: dict) -> dict[st
     return counts
 
 
-def _row_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def _row_counts(con: duckdb.DuckDBPyConnection, published_as: dict[str, str] | None = None) -> dict[str, int]:
+    """Rows per table, keyed by schema.table, or by the name published_as gives a table."""
     counts = {}
     for schema, table in con.sql(_TABLES_SQL).fetchall():
         name = f"{sql_identifier(schema)}.{sql_identifier(table)}"
-        counts[f"{schema}.{table}"] = con.sql(f"select count(*) from {name}").fetchall()[0][0]
+        key = f"{schema}.{table}"
+        counts[(published_as or {}).get(key, key)] = con.sql(f"select count(*) from {name}").fetchall()[0][0]
     return counts
 
 

@@ -14,6 +14,7 @@ from datetime import date, datetime, timedelta
 import duckdb
 
 from citegate_assets.lib.judge.batch import PENDING_PREFIX
+from citegate_assets.lib.text_store import rewrite_files_in_scope, sweep
 from citegate_assets.lib.warehouse import load_sql, query, run_script, transaction
 
 # The tables holding text copies, each with its own update in sql/retention/<table>.sql (the order is the
@@ -63,6 +64,7 @@ def drop_text(
     if id_list:
         con.execute("insert into scope_requests select unnest($r::varchar[])", {"r": id_list})
     first, last = span or ((day_list[0], day_list[-1]) if day_list and not id_list else EVERY_DAY)
+    rewrite_files_in_scope(con, first, last)  # before prompts' update: the rows out of scope move to new files
     return {table: _update(con, table, first, last) for table in TEXT_TABLES}
 
 
@@ -97,6 +99,8 @@ def apply_retention(
                     params = {"day": day, "table_name": table, "rows_dropped": n, "text_days": text_days}
                     run_script(con, "retention/record_dropped", params | {"dropped_at": now})
         dropped[day] = rows
+    if dropped:
+        sweep(con)  # the dropped days' text files, now named by no row (retention runs under the exclusive lock)
     return dropped
 
 

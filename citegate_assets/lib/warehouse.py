@@ -56,7 +56,7 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
-SCHEMA_VERSION = 11  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
+SCHEMA_VERSION = 12  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
 
 
 class SchemaError(RuntimeError):
@@ -71,8 +71,14 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             f"the warehouse is at schema version {version}, newer than this citegate's {SCHEMA_VERSION}: "
             "upgrade citegate"
         )
-    if version == SCHEMA_VERSION:
-        return
+    if version != SCHEMA_VERSION:
+        _migrate(con, version)
+    from .text_store import ensure_prompts_view  # imports this module
+
+    ensure_prompts_view(con)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, version: int | None) -> None:
     with transaction(con):
         for number in range((version or SCHEMA_VERSION) + 1, SCHEMA_VERSION + 1):
             run_script(con, f"migrations/{_migration(number)}")

@@ -1,5 +1,8 @@
--- Stored prompts of the given days whose raw text no longer hashes to the sha256 recorded at ingest.
-select request_id, day, source_file, source_line
-from prompts
-where day in (select unnest($days::date[])) and sha256(prompt_raw) <> prompt_sha256
-order by request_id
+-- Stored prompts of the given days whose raw text no longer hashes to the sha256 recorded at ingest, or whose text
+-- file (schema 12, lib/text_store.py) is gone: a row naming a file yet reading no text lost it.
+select p.request_id, p.day, p.source_file, p.source_line
+from prompts p
+join prompt_rows r on r.request_id = p.request_id and r.day = p.day
+where p.day in (select unnest($days::date[]))
+  and (sha256(p.prompt_raw) <> p.prompt_sha256 or (p.prompt_raw is null and r.text_file is not null))
+order by p.request_id

@@ -1,5 +1,5 @@
 -- One ingest batch, registered as batch_* relations, appended in the caller's transaction.
-insert into prompts by name select * from batch_prompts;
+insert into prompt_rows by name select * from batch_prompts;
 insert into prompt_sections by name select * from batch_sections;
 insert into retrievals by name select * from batch_retrievals;
 insert into citations by name select * from batch_citations;

@@ -1,0 +1,169 @@
+"""The prompt text store (schema 12, issue 16): each ingest batch's prompt text as Parquet files beside the warehouse.
+
+DuckDB stores multi-kilobyte strings at about 30 MB/s (its checkpoints compress and rewrite them), which made the
+DuckDB writer most of ingest's cost; polars writes the same text as Parquet ten times faster. So `prompt_raw` and
+`prompt_normalized` of a new prompt go to `<warehouse stem>.text/day=YYYY-MM-DD/<batch>.parquet`, the rest of the
+row to the `prompt_rows` table with `text_file` naming its file, and `prompts` is a view joining the two. Readers
+name `prompts` as before; rows written before schema 12 (and in-memory warehouses) keep their text inline.
+
+Consistency: a batch's file is fsynced and renamed into place before the transaction that names it commits, and the
+view reads a file's row only where `prompt_rows` names that file. So a file no committed row names (a killed
+ingest's, a failed batch's, the old version of a file retention or forget rewrote) is never read; `sweep` deletes such files, and runs only under
+the warehouse's exclusive run lock (ingest, retention and forget), never while an ingest writes.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from .durable import fsync_dir, fsync_file
+from .warehouse import load_sql, sql_literal
+
+EMPTY_FILE = "_empty.parquet"  # keeps the view's glob matching something on a warehouse with no text file yet
+TEXT_SCHEMA = {"request_id": pl.String, "prompt_raw": pl.String, "prompt_normalized": pl.String}
+
+
+def text_dir_of(database_path: str | None) -> Path | None:
+    """`<warehouse stem>.text/` beside the warehouse file; None for an in-memory database (text stays inline)."""
+    if not database_path or database_path == ":memory:":
+        return None
+    p = Path(database_path).resolve()
+    return p.with_name(f"{p.stem}.text")
+
+
+def text_dir(con: duckdb.DuckDBPyConnection) -> Path | None:
+    [(path,)] = con.sql("select path from duckdb_databases() where database_name = current_database()").fetchall()
+    return text_dir_of(path)
+
+
+def view_sql(folder: Path | None) -> str:
+    """The `prompts` view's query: prompt_rows with the text of the file each row names (inline text first)."""
+    if folder is None:
+        return _code(load_sql("text/prompts_inline_view"))
+    query = _code(load_sql("text/prompts_view"))
+    return query.replace("'$glob'", sql_literal(f"{folder}/**/*.parquet")).replace(
+        "'$prefix'", sql_literal(f"{folder}/")
+    )
+
+
+def _code(sql: str) -> str:
+    """The statement without its comment lines: DuckDB keeps a view's text, and the comments name the placeholders."""
+    return " ".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip()
+
+
+def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
+    """Create (or re-point, after the warehouse moved) the `prompts` view and the text folder it reads. A database
+    whose `prompts` is a table (built by hand, not by sql/schema.sql) is left as it is."""
+    if con.sql(
+        "select 1 from duckdb_tables() where database_name = current_database() and table_name = 'prompts'"
+    ).fetchall():
+        return
+    folder = text_dir(con)
+    if folder is not None:
+        _private_dir(folder)
+        empty = folder / EMPTY_FILE
+        if not empty.exists():
+            _write_durably(pl.DataFrame(schema=TEXT_SCHEMA), empty)
+    wanted = view_sql(folder)
+    found = con.sql(
+        "select sql from duckdb_views() where database_name = current_database() and view_name = 'prompts'"
+    ).fetchall()
+    marker = sql_literal(f"{folder}/**/*.parquet") if folder is not None else "from prompt_rows"
+    if not found or marker not in found[0][0] or (folder is None and "read_parquet" in found[0][0]):
+        con.execute(f"create or replace view prompts as {wanted}")
+
+
+def write_text_files(folder: Path, prompts: pl.DataFrame) -> pl.DataFrame:
+    """Write a batch's prompt text as one Parquet file per day (fsynced, renamed into place); return the batch's
+    rows for prompt_rows: text columns null, text_file naming the file (relative to the folder)."""
+    if prompts.is_empty():
+        return prompts.with_columns(text_file=pl.lit(None, pl.String))
+    token = uuid.uuid4().hex
+    names = []
+    for (day,), part in prompts.group_by("day", maintain_order=True):
+        name = f"day={day}/{token}.parquet"
+        _write_durably(part.select(*TEXT_SCHEMA), folder / name)
+        names.append((day, name))
+    files = pl.DataFrame(names, schema={"day": prompts["day"].dtype, "text_file": pl.String}, orient="row")
+    return prompts.join(files, on="day", how="left").with_columns(
+        prompt_raw=pl.lit(None, pl.String), prompt_normalized=pl.lit(None, pl.String)
+    )
+
+
+def _write_durably(frame: pl.DataFrame, target: Path) -> None:
+    """Written under a temporary name, fsynced, renamed into place, the rename fsynced: whole or absent."""
+    _private_dir(target.parent)
+    tmp = target.with_name(f".{target.name}.tmp")
+    frame.write_parquet(tmp, compression="lz4", statistics=False)
+    os.chmod(tmp, 0o600)  # prompts hold user data: the owner only, as the warehouse file
+    fsync_file(tmp)
+    os.replace(tmp, target)
+    fsync_dir(target.parent)
+
+
+def _private_dir(folder: Path) -> None:
+    if not folder.is_dir():
+        folder.mkdir(exist_ok=True)
+        os.chmod(folder, 0o700)
+
+
+def remove_files(folder: Path | None, names: Iterable[str]) -> None:
+    """Best effort: a file left behind is never read (no row names it) and the next sweep removes it."""
+    if folder is None:
+        return
+    for name in names:
+        try:
+            (folder / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def referenced_files(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {name for (name,) in con.sql(load_sql("text/referenced_files")).fetchall()}
+
+
+def sweep(con: duckdb.DuckDBPyConnection) -> int:
+    """Delete the text files no prompt row names (a killed ingest's, a failed batch's, a rewritten file's old
+    version) and leftover temporary files; return how many. Only under the exclusive run lock."""
+    folder = text_dir(con)
+    if folder is None or not folder.is_dir():
+        return 0
+    keep = referenced_files(con)
+    removed = 0
+    for day_dir in folder.glob("day=*"):
+        for f in day_dir.iterdir():
+            if f"{day_dir.name}/{f.name}" not in keep:
+                f.unlink(missing_ok=True)
+                removed += 1
+        try:
+            day_dir.rmdir()  # only when empty
+        except OSError:
+            pass
+    return removed
+
+
+def rewrite_files_in_scope(con: duckdb.DuckDBPyConnection, first, last) -> list[str]:
+    """The text-file side of retention and forget, in the caller's transaction and before sql/retention/prompts.sql
+    nulls the rows in scope (the temp tables of sql/retention/scope.sql): each file naming a row in scope is
+    rewritten with only its rows out of scope, which are re-pointed to the new file. Returns the old files; they
+    are never read again and `sweep` removes them once the transaction has committed."""
+    folder = text_dir(con)
+    if folder is None:
+        return []
+    params = {"first": first, "last": last}
+    files = [name for (name,) in con.execute(load_sql("text/files_in_scope"), params).fetchall()]
+    for name in files:
+        kept = [rid for (rid,) in con.execute(load_sql("text/rows_kept"), {"file": name, **params}).fetchall()]
+        if not kept:
+            continue
+        survivors = pl.read_parquet(folder / name).filter(pl.col("request_id").is_in(kept))
+        new_name = f"{name.split('/', 1)[0]}/{uuid.uuid4().hex}.parquet"
+        _write_durably(survivors, folder / new_name)
+        con.execute(load_sql("text/repoint_file"), {"old": name, "new": new_name, **params})
+    return files

@@ -1,0 +1,199 @@
+"""The prompt text store (schema 12, lib/text_store.py): prompt text in Parquet files beside the warehouse, read
+through the `prompts` view; what ingest, a failed write, retention, forget and a moved warehouse leave on disk."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date, datetime, timezone
+
+import duckdb
+import polars as pl
+import pytest
+
+from citegate_assets.lib import ingest as ingest_module
+from citegate_assets.lib.forget import forget_in_warehouse
+from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
+from citegate_assets.lib.loggen import generate_logs
+from citegate_assets.lib.retention import apply_retention
+from citegate_assets.lib.text_store import text_dir_of
+from citegate_assets.lib.warehouse import connect, ensure_schema, query
+
+NOW = datetime(2026, 11, 20, 3, 0, tzinfo=timezone.utc)
+# every column of the prompts view but the ingest time
+PROMPTS = "select * exclude (ingested_at) from prompts order by request_id"
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    landing = tmp_path_factory.mktemp("text-store") / "landing"
+    generate_logs(landing, days=3, requests_per_day=60, seed=12, malformed=False, start_date="2026-11-02")
+    return landing
+
+
+def ingested(path, landing, config):
+    with connect(path) as con:
+        ensure_schema(con)
+        ingest_landing(con, landing, config, final=True, now=NOW)
+    return path
+
+
+def stored_text(folder) -> pl.DataFrame:
+    """Every row of every file in the text folder, whether or not a prompt row names its file."""
+    return pl.concat([pl.read_parquet(p) for p in sorted(folder.rglob("*.parquet"))])
+
+
+def test_ingest_writes_the_prompt_text_to_day_files_and_the_view_reads_what_inline_storage_would(
+    tmp_path, logs, config
+):
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    folder = tmp_path / "w.text"
+    assert text_dir_of(str(path)) == folder
+    with duckdb.connect(":memory:") as inline:  # no text folder: the text stays in prompt_rows
+        ensure_schema(inline)
+        ingest_landing(inline, logs, config, final=True, now=NOW)
+        expected = inline.sql(PROMPTS).fetchall()
+        assert inline.sql("select count(*) from prompt_rows where text_file is not null").fetchall() == [(0,)]
+    with connect(path, read_only=True) as con:
+        assert con.sql(PROMPTS).fetchall() == expected
+        assert len(expected) > 150
+        # the table holds no prompt text; every row names a file of its own day
+        assert con.sql(
+            "select count(*), count(prompt_raw), count(prompt_normalized), "
+            "count(*) filter (where text_file like 'day=' || day::varchar || '/%.parquet') from prompt_rows"
+        ).fetchall() == [(len(expected), 0, 0, len(expected))]
+        named = {f for (f,) in con.sql("select distinct text_file from prompt_rows").fetchall()}
+    on_disk = {str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")}
+    assert on_disk == named
+    assert {p.split("/")[0] for p in on_disk} == {"day=2026-11-02", "day=2026-11-03", "day=2026-11-04"}
+    # prompts hold user data: the owner only, like the warehouse file and the lake
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.rglob("*")} | {oct(folder.stat().st_mode & 0o777)} == {
+        "0o600",
+        "0o700",
+    }
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.rglob("*.parquet")} == {"0o600"}
+
+
+def test_a_failed_write_leaves_no_text_file_and_a_killed_ingests_file_is_swept(tmp_path, logs, config, monkeypatch):
+    path = tmp_path / "w.duckdb"
+    folder = tmp_path / "w.text"
+
+    def failing(cursor, relations, ledger, memory):
+        raise duckdb.IOException("disk gone")
+
+    monkeypatch.setattr(ingest_module, "_write_batch_within", failing)
+    with connect(path) as con:
+        ensure_schema(con)
+        with pytest.raises(IngestWriteError):
+            ingest_landing(con, logs, config, final=True, now=NOW)
+        assert con.sql("select count(*) from prompt_rows").fetchall() == [(0,)]
+    assert list(folder.glob("day=*/*.parquet")) == []  # the batch's file was removed with its transaction
+    monkeypatch.undo()
+    # a killed ingest leaves a file no row names: never read, and removed by the next ingest
+    orphan = folder / "day=2026-11-02" / "killed.parquet"
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(folder / "_empty.parquet", orphan)
+    (folder / "day=2026-11-02" / ".half-written.parquet.tmp").write_bytes(b"PAR1")
+    ingested(path, logs, config)
+    assert not orphan.exists()
+    assert not (folder / "day=2026-11-02" / ".half-written.parquet.tmp").exists()
+    with connect(path, read_only=True) as con:
+        assert con.sql("select count(*), count(prompt_raw) from prompts").fetchall() == [(180, 180)]
+
+
+def test_retention_deletes_the_dropped_days_files_and_keeps_the_others(tmp_path, logs, config):
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    folder = tmp_path / "w.text"
+    with connect(path) as con:
+        ensure_schema(con)
+        [(secret,)] = con.sql("select prompt_raw from prompts where day = date '2026-11-02' limit 1").fetchall()
+        kept = con.sql("select request_id, prompt_raw from prompts where day > date '2026-11-02' order by 1").fetchall()
+        dropped = apply_retention(con, 17, NOW)  # the cutoff is 2026-11-03: only the first day goes
+        assert list(dropped) == [date(2026, 11, 2)]
+        assert dropped[date(2026, 11, 2)]["prompts"] == 60
+        assert con.sql(
+            "select day, count(prompt_raw), count(prompt_normalized), count(*) from prompts group by day order by day"
+        ).fetchall() == [
+            (date(2026, 11, 2), 0, 0, 60),
+            (date(2026, 11, 3), 60, 60, 60),
+            (date(2026, 11, 4), 60, 60, 60),
+        ]
+        assert (
+            con.sql("select request_id, prompt_raw from prompts where day > date '2026-11-02' order by 1").fetchall()
+            == kept
+        )
+        # a text-less row is not a lost file: the sha256 check passes
+        assert query(con, "ingest/check_prompt_hashes", {"days": [date(2026, 11, 2)]}).fetchall() == []
+    assert not list(folder.glob("day=2026-11-02/*"))
+    assert secret not in stored_text(folder)["prompt_raw"].to_list()
+
+
+def test_forget_rewrites_the_file_without_the_request_and_its_neighbours_keep_their_text(tmp_path, logs, config):
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    folder = tmp_path / "w.text"
+    with connect(path) as con:
+        ensure_schema(con)
+        [(rid, old_file, secret)] = con.sql(
+            "select r.request_id, r.text_file, p.prompt_raw from prompt_rows r join prompts p using (request_id) "
+            "order by r.request_id limit 1"
+        ).fetchall()
+        neighbours = con.sql(
+            "select p.request_id, p.prompt_raw, p.prompt_normalized from prompts p join prompt_rows r using "
+            "(request_id) where r.text_file = $f and r.request_id <> $r order by 1",
+            params={"f": old_file, "r": rid},
+        ).fetchall()
+        assert neighbours and secret in stored_text(folder)["prompt_raw"].to_list()
+        result = forget_in_warehouse(con, [rid], by="test", reason=None, now=NOW)
+        assert result.forgotten[rid]["prompts"] == 1
+        assert con.sql(
+            "select prompt_raw, prompt_normalized from prompts where request_id = $r", params={"r": rid}
+        ).fetchall() == [(None, None)]
+        [(new_file,)] = con.sql(
+            "select distinct text_file from prompt_rows where request_id in (select unnest($ids::varchar[]))",
+            params={"ids": [n[0] for n in neighbours]},
+        ).fetchall()
+        assert new_file != old_file
+        assert (
+            con.sql(
+                "select request_id, prompt_raw, prompt_normalized from prompts where request_id in "
+                "(select unnest($ids::varchar[])) order by 1",
+                params={"ids": [n[0] for n in neighbours]},
+            ).fetchall()
+            == neighbours
+        )
+    assert not (folder / old_file).exists()
+    # the forgotten request's id and text are in no file of the text folder
+    left = stored_text(folder)
+    assert rid not in left["request_id"].to_list() and secret not in left["prompt_raw"].to_list()
+
+
+def test_a_lost_text_file_fails_the_sha256_check_instead_of_reading_as_dropped_text(tmp_path, logs, config):
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    with connect(path) as con:
+        [(name,)] = con.sql(
+            "select text_file from prompt_rows where day = date '2026-11-03' order by request_id limit 1"
+        ).fetchall()
+        lost = {
+            r
+            for (r,) in con.sql(
+                "select request_id from prompt_rows where text_file = $f", params={"f": name}
+            ).fetchall()
+        }
+    (tmp_path / "w.text" / name).unlink()
+    with connect(path, read_only=True) as con:
+        flagged = query(con, "ingest/check_prompt_hashes", {"days": [date(2026, 11, 3)]}).fetchall()
+    assert {r[0] for r in flagged} == lost and lost
+
+
+def test_a_warehouse_moved_with_its_text_folder_reads_its_text_from_the_new_place(tmp_path, logs, config):
+    path = ingested(tmp_path / "a" / "w.duckdb", logs, config)
+    with connect(path, read_only=True) as con:
+        expected = con.sql(PROMPTS).fetchall()
+    moved = tmp_path / "b" / "w.duckdb"
+    moved.parent.mkdir()
+    shutil.move(path, moved)
+    shutil.move(tmp_path / "a" / "w.text", tmp_path / "b" / "w.text")
+    with connect(moved) as con:
+        ensure_schema(con)  # re-points the view
+        assert con.sql(PROMPTS).fetchall() == expected
+        [(sql,)] = con.sql("select sql from duckdb_views() where view_name = 'prompts'").fetchall()
+        assert str(tmp_path / "b" / "w.text") in sql and str(tmp_path / "a") not in sql
