@@ -8,8 +8,9 @@ name `prompts` as before; rows written before schema 12 (and in-memory warehouse
 
 Consistency: a batch's file is fsynced and renamed into place before the transaction that names it commits, and the
 view reads a file's row only where `prompt_rows` names that file. So a file no committed row names (a killed
-ingest's, a failed batch's, the old version of a file retention or forget rewrote) is never read; `sweep` deletes such files, and runs only under
-the warehouse's exclusive run lock (ingest, retention and forget), never while an ingest writes.
+ingest's, a failed batch's, the old version of a file retention or forget rewrote) is never read; `sweep` deletes
+such files, and runs only under the warehouse's exclusive run lock (ingest, retention and forget), never while an
+ingest writes.
 """
 
 from __future__ import annotations
