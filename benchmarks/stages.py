@@ -28,6 +28,7 @@ def ingest(args: dict) -> dict:
         # workers: parse processes (absent: [ingest] workers of the config, auto = one per core)
         summary = ingest_landing(con, args["landing"], load_config(args.get("config")), workers=args.get("workers"))
         seconds, cpu = time.perf_counter() - t0, os.times()
+        peak = peak_rss_mb()  # ingest's, before this stage's own count below reads every prompt's text
         [(prompt_bytes,)] = con.sql("select sum(strlen(prompt_raw)) from prompts").fetchall()
     return {
         "seconds": seconds,
@@ -40,7 +41,7 @@ def ingest(args: dict) -> dict:
         "raw_prompt_mb": prompt_bytes / 1e6,
         "line_mb": summary.bytes_read / 1e6,
         "prompt_mb_per_s": prompt_bytes / 1e6 / seconds,
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": peak,
         # the largest parse worker's peak (0 when none was spawned): each is a process of its own
         "worker_peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
