@@ -15,7 +15,7 @@ from citegate_assets.lib.forget import forget_in_warehouse
 from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.retention import apply_retention
-from citegate_assets.lib.text_store import text_dir_of
+from citegate_assets.lib.text_store import EMPTY_FILE, text_dir_of
 from citegate_assets.lib.warehouse import connect, ensure_schema, query
 
 NOW = datetime(2026, 11, 20, 3, 0, tzinfo=timezone.utc)
@@ -62,7 +62,7 @@ def test_ingest_writes_the_prompt_text_to_day_files_and_the_view_reads_what_inli
             "count(*) filter (where text_file like 'day=' || day::varchar || '/%.parquet') from prompt_rows"
         ).fetchall() == [(len(expected), 0, 0, len(expected))]
         named = {f for (f,) in con.sql("select distinct text_file from prompt_rows").fetchall()}
-    on_disk = {str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")}
+    on_disk = {str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")} - {EMPTY_FILE}
     assert on_disk == named
     assert {p.split("/")[0] for p in on_disk} == {"day=2026-11-02", "day=2026-11-03", "day=2026-11-04"}
     # prompts hold user data: the owner only, like the warehouse file and the lake
@@ -86,12 +86,13 @@ def test_a_failed_write_leaves_no_text_file_and_a_killed_ingests_file_is_swept(t
         with pytest.raises(IngestWriteError):
             ingest_landing(con, logs, config, final=True, now=NOW)
         assert con.sql("select count(*) from prompt_rows").fetchall() == [(0,)]
-    assert list(folder.glob("day=*/*.parquet")) == []  # the batch's file was removed with its transaction
+    # the batch's file was removed with its transaction
+    assert [str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")] == [EMPTY_FILE]
     monkeypatch.undo()
     # a killed ingest leaves a file no row names: never read, and removed by the next ingest
     orphan = folder / "day=2026-11-02" / "killed.parquet"
     orphan.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(folder / "_empty.parquet", orphan)
+    shutil.copy(folder / EMPTY_FILE, orphan)
     (folder / "day=2026-11-02" / ".half-written.parquet.tmp").write_bytes(b"PAR1")
     ingested(path, logs, config)
     assert not orphan.exists()
@@ -122,7 +123,7 @@ def test_retention_deletes_the_dropped_days_files_and_keeps_the_others(tmp_path,
             == kept
         )
         # a text-less row is not a lost file: the sha256 check passes
-        assert query(con, "ingest/check_prompt_hashes", {"days": [date(2026, 11, 2)]}).fetchall() == []
+        assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 2)}).fetchall() == []
     assert not list(folder.glob("day=2026-11-02/*"))
     assert secret not in stored_text(folder)["prompt_raw"].to_list()
 
@@ -180,7 +181,7 @@ def test_a_lost_text_file_fails_the_sha256_check_instead_of_reading_as_dropped_t
         }
     (tmp_path / "w.text" / name).unlink()
     with connect(path, read_only=True) as con:
-        flagged = query(con, "ingest/check_prompt_hashes", {"days": [date(2026, 11, 3)]}).fetchall()
+        flagged = query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall()
     assert {r[0] for r in flagged} == lost and lost
 
 
@@ -197,3 +198,21 @@ def test_a_warehouse_moved_with_its_text_folder_reads_its_text_from_the_new_plac
         assert con.sql(PROMPTS).fetchall() == expected
         [(sql,)] = con.sql("select sql from duckdb_views() where view_name = 'prompts'").fetchall()
         assert str(tmp_path / "b" / "w.text") in sql and str(tmp_path / "a") not in sql
+
+
+def test_a_query_bounded_by_days_opens_only_those_days_text_files(tmp_path, logs, config):
+    """The view joins on the day folder too: readers bounded by constant days (the gates' windows, the sha256
+    check's day) never open another day's files, so their cost does not grow with history."""
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    with connect(path, read_only=True) as con:
+        expected = con.sql("select request_id, prompt_raw from prompts where day = date '2026-11-03' order by 1")
+        expected = expected.fetchall()
+    for f in (tmp_path / "w.text" / "day=2026-11-02").glob("*.parquet"):
+        f.write_bytes(b"not parquet")  # any read of day 1's text now fails loudly
+    with connect(path, read_only=True) as con:
+        bounded = "select request_id, prompt_raw from prompts where day >= $start and day < $end order by 1"
+        params = {"start": date(2026, 11, 3), "end": date(2026, 11, 4)}
+        assert con.execute(bounded, params).fetchall() == expected
+        assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall() == []
+        with pytest.raises(duckdb.Error):
+            con.sql("select count(prompt_raw) from prompts").fetchall()

@@ -134,7 +134,9 @@ def prompts_match_their_sha256(
     with warehouse.connect() as con:
         stored_days = dict(query(con, "ingest/prompt_days").fetchall())
         days = days_to_verify(stored_days, run_days(context), utc_now().date())
-        tampered = query(con, "ingest/check_prompt_hashes", {"days": days}).pl()
+        # a day at a time: each query opens only its day's text files
+        found = [query(con, "ingest/check_prompt_hashes", {"day": d}).pl() for d in days]
+        tampered = pl.concat(found).sort("request_id") if found else pl.DataFrame(schema={"request_id": pl.String})
         [(stored, most)] = query(con, "ingest/prompt_count").fetchall()
     ids = tampered["request_id"].to_list()
     hashed = sum(stored_days[d] for d in days)

@@ -42,7 +42,7 @@ def best_evidence(
     with warehouse.connect() as con:
         failures = query(con, "review/support_failures", params).pl()
         con.register("failures", failures.to_arrow())
-        others = query(con, "review/other_passages").pl()
+        others = query(con, "review/other_passages", params).pl()
         con.unregister("failures")
     assessed = failures.select(
         "citation_id",

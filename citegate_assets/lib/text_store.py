@@ -26,7 +26,8 @@ import polars as pl
 from .durable import fsync_dir, fsync_file
 from .warehouse import load_sql, sql_literal
 
-EMPTY_FILE = "_empty.parquet"  # keeps the view's glob matching something on a warehouse with no text file yet
+# keeps the view's glob matching something on a warehouse with no text file yet (a day no prompt is on)
+EMPTY_FILE = "day=0001-01-01/_empty.parquet"
 TEXT_SCHEMA = {"request_id": pl.String, "prompt_raw": pl.String, "prompt_normalized": pl.String}
 
 
@@ -48,7 +49,7 @@ def view_sql(folder: Path | None) -> str:
     if folder is None:
         return _code(load_sql("text/prompts_inline_view"))
     query = _code(load_sql("text/prompts_view"))
-    return query.replace("'$glob'", sql_literal(f"{folder}/**/*.parquet")).replace(
+    return query.replace("'$glob'", sql_literal(f"{folder}/day=*/*.parquet")).replace(
         "'$prefix'", sql_literal(f"{folder}/")
     )
 
@@ -75,7 +76,7 @@ def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
     found = con.sql(
         "select sql from duckdb_views() where database_name = current_database() and view_name = 'prompts'"
     ).fetchall()
-    marker = sql_literal(f"{folder}/**/*.parquet") if folder is not None else "from prompt_rows"
+    marker = sql_literal(f"{folder}/day=*/*.parquet") if folder is not None else "from prompt_rows"
     if not found or marker not in found[0][0] or (folder is None and "read_parquet" in found[0][0]):
         con.execute(f"create or replace view prompts as {wanted}")
 
@@ -135,7 +136,7 @@ def sweep(con: duckdb.DuckDBPyConnection) -> int:
     folder = text_dir(con)
     if folder is None or not folder.is_dir():
         return 0
-    keep = referenced_files(con)
+    keep = referenced_files(con) | {EMPTY_FILE}
     removed = 0
     for day_dir in folder.glob("day=*"):
         for f in day_dir.iterdir():

@@ -1,7 +1,8 @@
+-- Reads prompt_rows, not the view `prompts`: no text is needed, and the view would open every text file.
 -- The landing files and lines that still hold the request's text, as ingest recorded them: the landing folder
 -- is the producer's, so forget names them for the operator instead of editing them.
 select distinct source_file, line, what from (
-    select request_id, source_file, source_line as line, 'prompt' as what from prompts
+    select request_id, source_file, source_line as line, 'prompt' as what from prompt_rows
     union all
     select request_id, source_file, source_line, 'conflicting prompt' from prompt_conflicts
     union all
