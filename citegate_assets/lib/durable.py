@@ -26,3 +26,17 @@ def fsync_dir(folder: Path) -> None:
         pass  # the file's own fsync still holds
     finally:
         os.close(fd)
+
+
+def private_dir(folder: Path) -> None:
+    """A folder (and its parents) the owner only can read: everything under it holds user data."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+
+
+def replace_durably(staged: Path, final: Path) -> None:
+    """A fully written temporary file put in place: owner-only, fsynced, renamed, the rename fsynced."""
+    os.chmod(staged, 0o600)
+    fsync_file(staged)
+    os.replace(staged, final)
+    fsync_dir(final.parent)

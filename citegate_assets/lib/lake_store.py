@@ -25,7 +25,7 @@ from typing import Any
 
 import duckdb
 
-from citegate_assets.lib.durable import fsync_dir, fsync_file
+from citegate_assets.lib.durable import private_dir, replace_durably
 
 S3_SCHEME = "s3://"
 INSTALL_HINT = "pip install 'citegate[s3]'"
@@ -119,7 +119,7 @@ class LocalStore(LakeStore):
         return str(path.resolve() if absolute else path)
 
     def prepare(self) -> None:
-        _private_dir(self.path)
+        private_dir(self.path)
 
     def read(self, key: str) -> tuple[bytes, str] | None:
         try:
@@ -130,7 +130,7 @@ class LocalStore(LakeStore):
 
     def create(self, key: str, data: bytes) -> None:
         path = self.path / key
-        _private_dir(path.parent)
+        private_dir(path.parent)
         if path.exists():
             raise LakeConflict(f"{path}: already exists (another publisher wrote it)")
         _write_atomically(path, data)
@@ -144,17 +144,13 @@ class LocalStore(LakeStore):
 
     def staging(self, key: str) -> Path:
         final = self.path / key
-        _private_dir(final.parent)
+        private_dir(final.parent)
         tmp = final.with_name(final.name + ".tmp")
         tmp.unlink(missing_ok=True)
         return tmp
 
     def commit_file(self, key: str, staged: Path) -> None:
-        final = self.path / key
-        os.chmod(staged, 0o600)
-        fsync_file(staged)
-        os.replace(staged, final)
-        fsync_dir(final.parent)
+        replace_durably(staged, self.path / key)
 
     def sizes(self, prefix: str) -> dict[str, int]:
         folder = self.path / prefix
@@ -381,12 +377,4 @@ def polars_storage_options() -> dict[str, str]:
 def _write_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     tmp.write_bytes(data)
-    os.chmod(tmp, 0o600)
-    fsync_file(tmp)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)  # prompts hold user data: the owner only
+    replace_durably(tmp, path)

@@ -15,7 +15,6 @@ ingest writes.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from .durable import fsync_dir, fsync_file
+from .durable import private_dir, replace_durably
 from .warehouse import load_sql, sql_literal
 
 # keeps the view's glob matching something on a warehouse with no text file yet (a day no prompt is on)
@@ -68,7 +67,7 @@ def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
         return
     folder = text_dir(con)
     if folder is not None:
-        _private_dir(folder)
+        private_dir(folder)
         empty = folder / EMPTY_FILE
         if not empty.exists():
             _write_durably(pl.DataFrame(schema=TEXT_SCHEMA), empty)
@@ -100,19 +99,10 @@ def write_text_files(folder: Path, prompts: pl.DataFrame) -> pl.DataFrame:
 
 def _write_durably(frame: pl.DataFrame, target: Path) -> None:
     """Written under a temporary name, fsynced, renamed into place, the rename fsynced: whole or absent."""
-    _private_dir(target.parent)
+    private_dir(target.parent)
     tmp = target.with_name(f".{target.name}.tmp")
     frame.write_parquet(tmp, compression="lz4", statistics=False)
-    os.chmod(tmp, 0o600)  # prompts hold user data: the owner only, as the warehouse file
-    fsync_file(tmp)
-    os.replace(tmp, target)
-    fsync_dir(target.parent)
-
-
-def _private_dir(folder: Path) -> None:
-    if not folder.is_dir():
-        folder.mkdir(exist_ok=True)
-        os.chmod(folder, 0o700)
+    replace_durably(tmp, target)
 
 
 def remove_files(folder: Path | None, names: Iterable[str]) -> None:
