@@ -117,7 +117,8 @@ def run_night_in_parallel(
         night.all_events.extend(result.all_events)
         return bool(result.success)
 
-    with ProcessPoolExecutor(at_once, mp_context=get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(at_once, mp_context=get_context("spawn"))
+    try:
         # the day processes import Dagster and load the definitions while ingest runs
         warming = [pool.submit(warm_up) for _ in range(at_once)]
         with run_lock(settings.warehouse, wait_s=wait_s, on_wait=on_wait):
@@ -148,6 +149,10 @@ def run_night_in_parallel(
                 night.days[day] = ok
                 night.run_ids.append(run_id)
                 say(f"day {day}: run {run_id} {'succeeded' if ok else 'failed'} in {seconds:.1f}s")
+    finally:
+        # each day process has ended its run (and let its locks go) or never started one: it exits on its own
+        # while the tail runs (waiting for the exits cost about a second)
+        pool.shutdown(wait=False, cancel_futures=True)
     for run_id in night.run_ids[1:]:
         night.all_events.extend(
             entry.dagster_event for entry in instance.all_logs(run_id) if entry.dagster_event is not None

@@ -79,3 +79,16 @@ def test_readers_and_help_do_not_import_dagster(work, argv):
 @pytest.mark.parametrize("argv", [["run", "--logs", "nowhere"], ["calibrate", "--labels", "nowhere"]], ids=" ".join)
 def test_commands_that_run_dagster_import_it(work, argv):
     assert _dagster_imported(work, *argv) is True  # imported first, before the missing folder is reported
+
+
+def test_loading_the_definitions_does_not_import_openai():
+    """Every day process of `run --workers N` loads the definitions; openai costs about a second there and is needed
+    only by a run whose judge is an endpoint (lib/judge/factory.py and the Batch API client import it then)."""
+    probe = (
+        "import sys\n"
+        "from citegate_assets.definitions import defs\n"
+        "defs().resolve_job_def('nightly_job')\n"
+        "print('openai imported:', 'openai' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert "openai imported: False" in done.stdout, done.stdout + done.stderr

@@ -87,3 +87,52 @@ def test_cache_is_keyed_by_judge_model(tmp_path):
     judge_items(c, items("good"), a, {})
     judge_items(c, items("good"), b, {})
     assert len(a.calls) == len(b.calls) == 1
+
+
+class InterleavedJudge(CountingJudge):
+    """Before its first chunk returns, another day run (judging `other` in the opposite order) stores its answers,
+    as a run side by side would between this run's chunks."""
+
+    def __init__(self, connect, other):
+        super().__init__()
+        self.connect, self.other, self.other_judge = connect, other, CountingJudge()
+
+    def judge(self, requests, progress=None):
+        if self.other is not None:
+            other, self.other = self.other, None
+            judge_items(self.connect, other, self.other_judge, {}, chunk=2, side_by_side="descending")
+        return super().judge(requests, progress)
+
+
+def test_runs_side_by_side_do_not_pay_twice_for_a_pair_the_other_answered(tmp_path):
+    """Day runs side by side (`run --workers N`) judge the pairs they share once: each looks its chunk up again
+    before judging it, so what the other stored meanwhile is a cache hit, with the same verdicts."""
+    c = make_connect(tmp_path / "w.duckdb")
+    mine = items("good a", "bad b", "good c", "bad d", "good e", "bad f")
+    theirs = items("good c", "bad d", "good e", "bad f", "good g")  # 4 pairs shared
+    judge = InterleavedJudge(c, theirs)
+    result, facts = judge_items(c, mine, judge, {}, chunk=2, side_by_side="ascending")
+    shared = {"good c", "bad d", "good e", "bad f"}
+    both_paid = set(judge.calls) & set(judge.other_judge.calls)
+    # this run's first chunk was under way when the other began: at most those two pairs are paid twice
+    assert len(both_paid) <= 2 and both_paid <= shared
+    assert len(judge.calls) < len(mine) and facts["judge_calls"] == len(judge.calls)
+    assert sorted(set(judge.calls) | set(judge.other_judge.calls)) == sorted({*mine["claim"], *theirs["claim"]})
+    assert result["verdict"].to_list() == ["yes", "no", "yes", "no", "yes", "no"]
+    assert result["cache_hit"].sum() == len(mine) - len(judge.calls)
+
+
+def test_one_run_alone_judges_every_miss_once_in_either_order(tmp_path):
+    for order in ("ascending", "descending", None):
+        judge = CountingJudge()
+        result, facts = judge_items(
+            make_connect(tmp_path / f"{order}.duckdb"),
+            items("good a", "bad b", "good a", "bad c"),
+            judge,
+            {},
+            chunk=1,
+            side_by_side=order,
+        )
+        assert sorted(judge.calls) == ["bad b", "bad c", "good a"] and facts["judge_calls"] == 3
+        assert result["verdict"].to_list() == ["yes", "no", "yes", "no"]
+        assert result["cache_hit"].to_list() == [False, False, True, False]

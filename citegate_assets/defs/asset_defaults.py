@@ -6,7 +6,9 @@ from typing import TypedDict
 
 import dagster as dg
 
-from .partitions import daily_partitions
+from citegate_assets.lib.support import SideBySide
+
+from .partitions import daily_partitions, partition_days
 from .resources import is_day_run
 
 # every unpartitioned asset that opens the warehouse runs in this pool; dagster_home/dagster.yaml gives pools
@@ -38,3 +40,13 @@ def judge_slots(context: dg.AssetExecutionContext) -> int:
         return 1
     info = context.instance.event_log_storage.get_concurrency_info(JUDGE_POOL)
     return max(1, info.limit or info.slot_count or 1)
+
+
+def judge_order(context: dg.AssetExecutionContext) -> SideBySide | None:
+    """How a day run takes the pairs it must judge: day runs side by side go opposite ways (even days ascending, odd
+    descending) and skip what another has answered meanwhile (lib/support.py judge_items); None in any other run,
+    which judges alone."""
+    if not is_day_run(context.run):
+        return None
+    start, _ = partition_days(context)
+    return "descending" if start.toordinal() % 2 else "ascending"

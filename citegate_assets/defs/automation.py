@@ -9,7 +9,7 @@ from datetime import date, timedelta, timezone
 import dagster as dg
 
 from citegate_assets.lib.config import load_config
-from citegate_assets.lib.judge.batch import PENDING_PREFIX
+from citegate_assets.lib.judge.batch_state import PENDING_PREFIX
 from citegate_assets.lib.settings import resolve
 from citegate_assets.lib.timestamps import utc_now
 from citegate_assets.lib.warehouse import connect, query

@@ -15,7 +15,7 @@ from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .asset_defaults import DAILY, DUCKDB_POOL, JUDGE_POOL, judge_slots
+from .asset_defaults import DAILY, DUCKDB_POOL, JUDGE_POOL, judge_order, judge_slots
 from .partitions import partition_days, row_count_metadata
 from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
 
@@ -59,6 +59,7 @@ def best_evidence(
         best.select(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"), passage="passage", claim="claim"),
         the_judge,
         config.judge.prices,
+        side_by_side=judge_order(context),
     )
     judged = (
         best.with_columns(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"))

@@ -1,6 +1,8 @@
 """Support stage: which citations are judged, the numeric check, and the judge's verdicts (README "The support gate";
 SPEC section 5)."""
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
 import polars as pl
 
@@ -8,9 +10,7 @@ from citegate_assets.lib.agreement import SALT as AGREEMENT_SALT
 from citegate_assets.lib.agreement import agreement, confusion_rows
 from citegate_assets.lib.config import JudgeConfig
 from citegate_assets.lib.judge.base import Judge
-from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
 from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
-from citegate_assets.lib.judge.openai_judge import OpenAIJudge
 from citegate_assets.lib.numbers import numeric_piece
 from citegate_assets.lib.passages import cited_passages
 from citegate_assets.lib.processes import map_pieces, worker_count
@@ -20,9 +20,12 @@ from citegate_assets.lib.support import judge_items, judge_items_batch
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
-from .asset_defaults import DAILY, JUDGE_POOL, judge_slots
+from .asset_defaults import DAILY, JUDGE_POOL, judge_order, judge_slots
 from .partitions import partition_days, row_count_metadata
 from .resources import CitegateConfigResource, JudgeResource, WarehouseResource, judge_share
+
+if TYPE_CHECKING:  # the client imports openai, which a run without the Batch API never needs
+    from citegate_assets.lib.judge.batch import BatchClient
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
@@ -126,7 +129,14 @@ def support_verdicts(
     else:
         if config.judge.mode == "batch":
             context.log.info(f"judge mode batch needs an endpoint: {the_judge.model} runs in process")
-        results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices, progress=progress)
+        results, facts = judge_items(
+            warehouse.connect,
+            items,
+            the_judge,
+            config.judge.prices,
+            progress=progress,
+            side_by_side=judge_order(context),
+        )
     verdicts = (
         rows.select("citation_id", "request_id", "day", "surface", "answer_model")
         .join(results.rename({"item_id": "citation_id"}), on="citation_id", how="left")
@@ -198,7 +208,9 @@ def judge_agreement(
         f"secondary judge {the_judge.model}: {items.height:,} of the day's judged pairs "
         f"(sample_rate {secondary.sample_rate:g})"
     )
-    results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
+    results, facts = judge_items(
+        warehouse.connect, items, the_judge, config.judge.prices, side_by_side=judge_order(context)
+    )
     rows = (
         items.select("item_id", "day", "surface", "primary_model", "primary_verdict")
         .join(results, on="item_id", how="left")
@@ -241,11 +253,18 @@ def judge_agreement(
     )
 
 
-def batch_client(cfg: JudgeConfig, the_judge: Judge, warehouse: WarehouseResource | None = None) -> BatchClient | None:
+def batch_client(
+    cfg: JudgeConfig, the_judge: Judge, warehouse: WarehouseResource | None = None
+) -> "BatchClient | None":
     """The Batch API client for [judge] mode = "batch" with an endpoint (same URL, model, key and timeouts as the
     online judge); None in online mode, or when no endpoint is configured (the offline judge needs no batch).
     It adopts a batch found by its token only if the warehouse does not hold that batch id yet."""
-    if cfg.mode != "batch" or not isinstance(the_judge, OpenAIJudge):
+    if cfg.mode != "batch":
+        return None
+    from citegate_assets.lib.judge.batch import BatchClient, BatchSettings  # openai: only a batch run imports it
+    from citegate_assets.lib.judge.openai_judge import OpenAIJudge
+
+    if not isinstance(the_judge, OpenAIJudge):
         return None
 
     def recorded() -> list[str]:

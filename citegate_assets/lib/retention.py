@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 
 import duckdb
 
-from citegate_assets.lib.judge.batch import PENDING_PREFIX
+from citegate_assets.lib.judge.batch_state import PENDING_PREFIX
 from citegate_assets.lib.text_store import rewrite_files_in_scope, sweep
 from citegate_assets.lib.warehouse import load_sql, query, run_script, transaction
 

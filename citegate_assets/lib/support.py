@@ -18,18 +18,23 @@ import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import date, datetime
+from typing import TYPE_CHECKING, Literal
 
 import duckdb
 import polars as pl
 
 from .judge.base import Judge, JudgeRequest, JudgeResult
-from .judge.batch import BatchClient, BatchState, BatchSubmitError, pending_answer
+from .judge.batch_state import BatchState, BatchSubmitError, pending_answer
 from .judge.factory import estimated_cost
 from .judge.prompt import TEMPLATE_VERSION
 from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import load_sql, query, run_script, transaction
 
+if TYPE_CHECKING:  # the client imports openai, which a run without the Batch API never needs
+    from .judge.batch import BatchClient
+
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
+SideBySide = Literal["ascending", "descending"]
 CHUNK = 1024  # answers written every this many calls: a killed run keeps all but the last chunk
 HEURISTIC_PREFIX = "citegate-heuristic"
 
@@ -65,15 +70,27 @@ def judge_items(
     *,
     progress: Callable[[int, int], None] | None = None,
     chunk: int = CHUNK,
+    side_by_side: SideBySide | None = None,
 ) -> tuple[pl.DataFrame, dict]:
-    """items: item_id, passage, claim (normalized). Returns one result row per item and run facts."""
+    """items: item_id, passage, claim (normalized). Returns one result row per item and run facts.
+
+    side_by_side: other runs may be judging the same pairs now (day runs side by side): the misses are taken in
+    the order it names and each chunk's are looked up again first, so a pair another run has answered meanwhile
+    is not paid for twice. Runs side by side take opposite orders and meet in the middle."""
     model = judge.model
     keyed, keys, cached, misses = _plan(connect, items, model)
+    if side_by_side is not None:
+        misses = misses.sort("cache_key", descending=side_by_side == "descending")
     fresh: dict[str, dict] = {}
     total = misses.height
-    done = 0
+    done = calls = 0
     for offset in range(0, total, chunk):
         part = misses.slice(offset, chunk)
+        if side_by_side is not None and offset:
+            answered = _lookup(connect, part.select("cache_key"))
+            if answered:
+                cached.update(answered)
+                part = part.filter(~pl.col("cache_key").is_in(list(answered)))
         requests = [JudgeRequest(k, p, c) for k, p, c in zip(part["cache_key"], part["passage"], part["claim"])]
         base = done
 
@@ -81,16 +98,17 @@ def judge_items(
             if progress:
                 progress(base + n, total)
 
-        results = judge.judge(requests, chunk_progress)
+        results = judge.judge(requests, chunk_progress) if requests else []
         now = utc_now()
         rows = [_row(r, model, prices, now) for r in results]
         for request, row in zip(requests, rows):
             fresh[request.key] = row
         _store(connect, [(_shas(req), row) for req, row in zip(requests, rows) if row["verdict"] != "error"])
-        done += len(requests)
+        calls += len(requests)
+        done = min(total, offset + chunk)
         if progress:
             progress(done, total)
-    return _assemble(items, keyed, keys, cached, fresh, total)
+    return _assemble(items, keyed, keys, cached, fresh, calls)
 
 
 def judge_items_batch(

@@ -29,6 +29,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from .base import JudgeRequest, JudgeResult
+from .batch_state import BatchState, BatchSubmitError
 from .openai_judge import _BEARER, MESSAGE_LIMIT, JudgeSettings, _exc_text, _secrets_of
 from .parse import parse_verdict
 from .prompt import TEMPLATE_VERSION, render_prompt
@@ -36,9 +37,6 @@ from .prompt import TEMPLATE_VERSION, render_prompt
 log = logging.getLogger(__name__)
 
 ENDPOINT: Final = "/v1/chat/completions"
-# the provider will not change these any more; not_found: our own status for a batch the provider answers 404 for
-TERMINAL = ("completed", "failed", "expired", "cancelled", "not_found")
-PENDING_PREFIX = "batch pending"  # raw_answer of a pair whose batch is still open at the run's deadline
 TOKEN_KEY = "citegate_token"  # the metadata key of a batch's deterministic token
 # statuses of a batch worth adopting: it will be, or has been, answered (failed/expired/cancelled ones are not)
 ADOPTABLE = ("validating", "in_progress", "finalizing", "completed")
@@ -55,25 +53,6 @@ class BatchSettings:
     poll_max_s: float = 300.0  # ...doubled after each poll up to this
     max_requests: int = 50000  # request lines per batch at most
     discount: float = 0.5  # share of the online price a batch call costs
-
-
-@dataclass
-class BatchState:
-    """What the provider last said about one batch."""
-
-    batch_id: str
-    status: str
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    detail: str | None = None  # the provider's errors, or why we could not ask
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-
-class BatchSubmitError(RuntimeError):
-    """The batch could not be created: its pairs are `error` this run and submitted again on the next."""
 
 
 class BatchClient:
@@ -290,11 +269,6 @@ class BatchClient:
             text = text.replace(secret, "***")
         text = _BEARER.sub("Bearer ***", text)
         return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def pending_answer(state: BatchState) -> str:
-    """raw_answer of a pair whose batch is still open at the deadline: `error`, judged on a later run."""
-    return f"{PENDING_PREFIX}: {state.batch_id} is {state.status}; the next run collects it"
 
 
 def _describe(exc: Exception) -> str:
