@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import history  # issue 16: nightly cost on day 1 and day 30, publish time on that history
 
     print(history.render(history.run_history(work, *((5, 200) if a.quick else (30, 2000)), prompt_kb=4)))
+    from benchmarks import known_requests  # issue 16: ingest's duplicate check against a large history
+
+    print(known_requests.render(known_requests.measure(work, 200_000 if a.quick else 10_000_000)))
     from benchmarks import workers  # issue 16: --workers 2 versus 1 on four days
 
     print(workers.render(workers.measure(work / "workers", *((200, 1) if a.quick else (2500, 2)))))

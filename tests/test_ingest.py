@@ -137,6 +137,38 @@ def test_duplicate_request_ids_same_and_different_prompt(con, landing, config):
     assert con.sql("select existing_source from prompt_conflicts").fetchall() == [("a.jsonl:1",)]
 
 
+def test_ids_ingested_by_an_earlier_run_are_refused_with_their_source(con, landing, config):
+    """A later run finds the ids of history through the hashes it reads once (lib/known_requests.py), whatever
+    their place in the sorted hashes: first, last or between; fresh ids beside them land."""
+    history = [good(i) for i in range(1, 41)]
+    write_jsonl(landing / "a.jsonl", history)
+    assert ingest_landing(con, landing, config).records_ingested == 40
+    hashes = sorted(
+        (h, rid) for rid, h in con.sql("select request_id, hash(request_id) from prompt_rows").fetchall()
+    )
+    lowest, middle, highest = hashes[0][1], hashes[20][1], hashes[-1][1]
+    by_id = {r["request_id"]: r for r in history}
+    again = [
+        copy.deepcopy(by_id[lowest]),
+        good(100),
+        copy.deepcopy(by_id[highest]),
+        {**copy.deepcopy(by_id[middle]), "prompt": by_id[middle]["prompt"] + " (edited)"},
+        good(101),
+    ]
+    write_jsonl(landing / "b.jsonl", again)
+    summary = ingest_landing(con, landing, config)
+    assert summary.records_ingested == 2
+    assert rejects(con) == [
+        ("b.jsonl", 1, "duplicate_request_id"),
+        ("b.jsonl", 3, "duplicate_request_id"),
+        ("b.jsonl", 4, "request_id_conflict"),
+    ]
+    assert con.sql("select request_id, existing_source from prompt_conflicts").fetchall() == [
+        (middle, f"a.jsonl:{history.index(by_id[middle]) + 1}")
+    ]
+    assert con.sql("select count(*) from prompt_rows").fetchall() == [(42,)]
+
+
 def test_gzip_file_and_empty_file(con, landing, config):
     with gzip.open(landing / "a.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps(good(1)) + "\n" + json.dumps(good(2)))  # no trailing newline

@@ -60,6 +60,7 @@ from .ingest_workers import (
     resolve_workers,
     valid_line_text,
 )
+from .known_requests import KnownRequests
 from .landing import LOG_SUFFIXES, Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
 from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id, trace_id
 from .lines import (
@@ -76,7 +77,7 @@ from .lines import (
 from .records import Reject
 from .text_store import remove_files, sweep, text_dir, write_text_files
 from .timestamps import UTC_TIMESTAMP, utc_now
-from .warehouse import query, run_script, transaction
+from .warehouse import run_script, transaction
 
 __all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
 
@@ -379,6 +380,7 @@ class _Run:
         self.inflight: deque[_Batch] = deque()  # committed batches being parsed, in commit order
         # request ids of this run, committed or still in flight: (sha256, source, its text removed by forget/retention)
         self.run_seen: dict[str, tuple[str, str, bool]] = {}
+        self.known = KnownRequests(con)  # ids committed before this run
         self.lines: list[tuple[_File, Line | _Item]] = []
         self.nbytes = 0
         self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
@@ -1037,14 +1039,8 @@ class _Run:
         conflict. Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
         seen = self.run_seen
         unknown = {claim.request_id for claim in claims} - set(seen)
-        if unknown:
-            keys = pl.DataFrame({"request_id": list(unknown)})
-            self.con.register("batch_keys", keys.to_arrow())
-            try:
-                for rid, sha, source, text_removed in query(self.con, "ingest/existing_requests").fetchall():
-                    seen[rid] = (sha, source, text_removed)
-            finally:
-                self.con.unregister("batch_keys")
+        for rid, sha, source, text_removed in self.known.lookup(list(unknown)):
+            seen[rid] = (sha, source, text_removed)
         kept: list[Claim] = []
         refused: list[tuple[Claim, Reject, bool]] = []
         conflicts: list[tuple] = []

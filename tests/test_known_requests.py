@@ -1,0 +1,33 @@
+"""The in-memory lookup of history's request hashes (lib/known_requests.py): a binary search, exact at the ends."""
+
+import polars as pl
+
+from citegate_assets.lib.known_requests import KnownRequests, _found
+from citegate_assets.lib.warehouse import connect, ensure_schema
+
+
+def test_found_is_exact_below_between_and_above_the_sorted_values():
+    history = pl.Series([3, 10, 10, 42], dtype=pl.UInt64)
+    values = pl.Series([0, 3, 4, 10, 41, 42, 2**64 - 1], dtype=pl.UInt64)
+    assert _found(values, history).to_list() == [False, True, False, True, False, True, False]
+    assert _found(values, pl.Series([], dtype=pl.UInt64)).to_list() == [False] * 7
+
+
+def test_lookup_reads_history_once_and_answers_only_for_ids_it_holds(tmp_path):
+    with connect(tmp_path / "w.duckdb") as con:
+        ensure_schema(con)
+        con.execute(
+            "insert into prompt_rows (request_id, day, logged_at, surface, answer_model, template, prompt_encoding, "
+            "prompt_sha256, profile_status, source_file, source_line, n_sections, normalization_version, ingested_at) "
+            "select 'r' || i, date '2026-11-02', now(), 's', 'm', 't', 'text', 'sha' || i, 'ok', 'a.jsonl', i, 0, "
+            "'v', now() from range(1, 2001) t(i)"
+        )
+        known = KnownRequests(con)
+        assert known.lookup([]) == []
+        assert known.lookup(["new-1", "new-2"]) == []
+        assert sorted(known.lookup(["r7", "new-3", "r2000"])) == [
+            ("r2000", "sha2000", "a.jsonl:2000", False),
+            ("r7", "sha7", "a.jsonl:7", False),
+        ]
+        con.execute("delete from prompt_rows where request_id = 'r7'")  # the run's view of history is its start
+        assert [row[0] for row in known.lookup(["r7"])] == []  # a hash hit is still looked up exactly
