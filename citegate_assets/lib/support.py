@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 import duckdb
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the client imports openai, which a run without the Batch AP
 
 Connect = Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]]
 SideBySide = Literal["ascending", "descending"]
+SIDE_BY_SIDE_CLOCK_MARGIN = timedelta(minutes=10)
 CHUNK = 1024  # answers written every this many calls: a killed run keeps all but the last chunk
 HEURISTIC_PREFIX = "citegate-heuristic"
 
@@ -78,6 +79,8 @@ def judge_items(
     the order it names and each chunk's are looked up again first, so a pair another run has answered meanwhile
     is not paid for twice. Runs side by side take opposite orders and meet in the middle."""
     model = judge.model
+    # what another run stores from now on (less a margin for clocks of other machines) is looked up again
+    started = utc_now() - SIDE_BY_SIDE_CLOCK_MARGIN
     keyed, keys, cached, misses = _plan(connect, items, model)
     if side_by_side is not None:
         misses = misses.sort("cache_key", descending=side_by_side == "descending")
@@ -87,7 +90,7 @@ def judge_items(
     for offset in range(0, total, chunk):
         part = misses.slice(offset, chunk)
         if side_by_side is not None and offset:
-            answered = _lookup(connect, part.select("cache_key"))
+            answered = _lookup(connect, part.select("cache_key"), since=started)
             if answered:
                 cached.update(answered)
                 part = part.filter(~pl.col("cache_key").is_in(list(answered)))
@@ -370,13 +373,17 @@ def _row(r: JudgeResult, model: str, prices: dict, now: datetime, factor: float 
     }
 
 
-def _lookup(connect: Connect, keys: pl.DataFrame) -> dict[str, dict]:
+def _lookup(connect: Connect, keys: pl.DataFrame, since: datetime | None = None) -> dict[str, dict]:
+    """Cached answers for these keys; since: only those stored from then on (reads only recent row groups)."""
     if keys.is_empty():
         return {}
     with connect() as con:
         con.register("wanted_keys", keys.to_arrow())
         try:
-            rel = query(con, "support/cache_lookup")
+            if since is None:
+                rel = query(con, "support/cache_lookup")
+            else:
+                rel = query(con, "support/cache_lookup_since", {"since": since})
             cols = rel.columns
             rows = rel.fetchall()
         finally:
