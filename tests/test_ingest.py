@@ -143,9 +143,7 @@ def test_ids_ingested_by_an_earlier_run_are_refused_with_their_source(con, landi
     history = [good(i) for i in range(1, 41)]
     write_jsonl(landing / "a.jsonl", history)
     assert ingest_landing(con, landing, config).records_ingested == 40
-    hashes = sorted(
-        (h, rid) for rid, h in con.sql("select request_id, hash(request_id) from prompt_rows").fetchall()
-    )
+    hashes = sorted((h, rid) for rid, h in con.sql("select request_id, hash(request_id) from prompt_rows").fetchall())
     lowest, middle, highest = hashes[0][1], hashes[20][1], hashes[-1][1]
     by_id = {r["request_id"]: r for r in history}
     again = [
