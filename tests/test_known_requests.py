@@ -1,16 +1,22 @@
 """The in-memory lookup of history's request hashes (lib/known_requests.py): a binary search, exact at the ends."""
 
+from datetime import date
+
 import polars as pl
 
-from citegate_assets.lib.known_requests import KnownRequests, _found
+from citegate_assets.lib.known_requests import HASH, KnownRequests, _on_days
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
 
-def test_found_is_exact_below_between_and_above_the_sorted_values():
-    history = pl.Series([3, 10, 10, 42], dtype=pl.UInt64)
-    values = pl.Series([0, 3, 4, 10, 41, 42, 2**64 - 1], dtype=pl.UInt64)
-    assert _found(values, history).to_list() == [False, True, False, True, False, True, False]
-    assert _found(values, pl.Series([], dtype=pl.UInt64)).to_list() == [False] * 7
+def test_on_days_is_exact_below_between_and_above_and_gives_every_day_of_a_hash():
+    d1, d2, d3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
+    history = pl.DataFrame({HASH: [3, 10, 10, 42], "day": [d1, d1, d3, d2]}, schema={HASH: pl.UInt64, "day": pl.Date})
+    hashed = pl.DataFrame(
+        {"request_id": ["a", "b", "c", "d", "e", "f", "g"], HASH: [0, 3, 4, 10, 41, 42, 2**64 - 1]},
+        schema={"request_id": pl.String, HASH: pl.UInt64},
+    )
+    assert _on_days(hashed, history).rows() == [("b", d1), ("d", d1), ("d", d3), ("f", d2)]
+    assert _on_days(hashed, history.clear()).is_empty()
 
 
 def test_lookup_reads_history_once_and_answers_only_for_ids_it_holds(tmp_path):
