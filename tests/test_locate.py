@@ -73,3 +73,22 @@ def test_positional_refs():
         None,
         "2",
     ]
+
+
+def test_find_text_is_str_find():
+    # the head-first search must give str.find's answer, including a head that recurs before the whole text
+    import random
+
+    from citegate_assets.lib.locate import HEAD_CHARS, find_text
+
+    rng = random.Random(16)
+    for _ in range(20000):
+        prompt = "".join(rng.choice("ab é") for _ in range(rng.randint(0, 400)))
+        if prompt and rng.random() < 0.5:
+            at = rng.randrange(len(prompt))
+            text = prompt[at : at + rng.randint(1, 3 * HEAD_CHARS)]
+        else:
+            text = "".join(rng.choice("ab é") for _ in range(rng.randint(1, 3 * HEAD_CHARS)))
+        lo, hi = rng.randint(-5, len(prompt) + 5), rng.randint(-5, len(prompt) + 5)
+        assert find_text(prompt, text) == prompt.find(text)
+        assert find_text(prompt, text, lo, hi) == prompt.find(text, lo, hi)

@@ -46,3 +46,11 @@ def test_identical_on_both_sides():
 def test_idempotent(text):
     once = normalize_text(text)
     assert normalize_text(once) == once
+
+
+def test_repeated_texts_normalized_once_give_each_its_own_n():
+    # a batch's chunks repeat across requests: N runs once per distinct text (NFC included) and fans back out
+    texts = ["caf\u00e9 e\u0301 x", None, "a\u200b\u0301  b", "caf\u00e9 e\u0301 x", None, "", "a\u200b\u0301  b"] * 3
+    alone = [None if t is None else normalize_text(t) for t in texts]
+    assert normalize_texts(texts) == alone
+    assert alone[0] == "caf\u00e9 \u00e9 x" and alone[2] == "\u00e1 b"

@@ -13,6 +13,7 @@ SPAWN_AFTER_BYTES to read, so small runs (and the tests) never pay their start-u
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -100,6 +101,25 @@ def parse_batch(
 ) -> ParsedBatch:
     """Parse, validate, decode and build the frames of one batch; nothing here depends on other batches.
     store_once: retrieved texts stored as schema 9 does (False: as schema 8, the tests' reference)."""
+    with _collector_paused():
+        return _parse_batch(lines, config, now, store_once)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A batch allocates ~100k short-lived containers (JSON objects, rows) that die without cycles: the cyclic
+    collector's passes over them cost ~5 % of the parse and free nothing. Whatever cycle a batch leaves is collected
+    once the collector runs again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_once: bool) -> ParsedBatch:
     rejects: list[dict] = []
     raw_by_key: dict[int, str] = {}
     items: list[tuple[int, Record]] = []

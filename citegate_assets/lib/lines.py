@@ -48,7 +48,34 @@ class ReadState:
     lines: int = 0
     held_bytes: int = 0  # an unterminated tail left for a later run
     inflated: int = 0  # bytes read from the (decompressed) stream
-    hasher: hashlib._Hash = field(default_factory=hashlib.sha256)
+    _hasher: hashlib._Hash = field(default_factory=hashlib.sha256, repr=False)
+    # consumed bytes not hashed yet: (chunk, start, end), hashed in one call as soon as anything reads the hash
+    _pending: tuple[memoryview, int, int] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def hasher(self) -> hashlib._Hash:
+        """The hash of bytes [0, consumed)."""
+        if self._pending is not None:
+            view, start, end = self._pending
+            self._pending = None
+            self._hasher.update(view[start:end])
+        return self._hasher
+
+    @hasher.setter
+    def hasher(self, value: hashlib._Hash) -> None:
+        """value covers every consumed byte (a line's copy, taken after what was pending was hashed)."""
+        self._hasher = value
+        self._pending = None
+
+    def consume(self, view: memoryview, start: int, end: int) -> None:
+        """Bytes [start, end) of a chunk were consumed: hashed with the lines around them in one update. An update
+        per line releases and retakes the GIL each time, which costs the busy ingest process more than the hash."""
+        pending = self._pending
+        if pending is not None and pending[0] is view and pending[2] == start:
+            self._pending = (view, pending[1], end)
+        else:
+            self.hasher  # noqa: B018 — reading it hashes what was pending
+            self._pending = (view, start, end)
 
     def digest(self) -> str:
         return self.hasher.hexdigest()
@@ -109,6 +136,7 @@ def read_lines(
     cur = _Current(state, max_line_bytes)
     cr_at_end = False  # the last chunk ended in CR: CRLF or a lone CR, the next chunk tells
     while chunk := _read(stream, state, max_inflated_bytes):
+        view = memoryview(chunk)
         pos = 0
         if cr_at_end:
             cr_at_end = False
@@ -128,7 +156,7 @@ def read_lines(
                 break
             if cur.length == 0 and m.start() - pos <= max_line_bytes:
                 # the common case, a whole line inside this chunk: no copy into the line buffer
-                state.hasher.update(memoryview(chunk)[pos:end])
+                state.consume(view, pos, end)
                 state.consumed += end - pos
                 state.lines += 1
                 yield Line(state.lines, chunk[pos : m.start()], state.consumed, m.start() - pos)

@@ -101,6 +101,19 @@ def _nfc_where(series: pl.Series, rows: pl.Series) -> pl.Series:
 
 
 def _canonical_series(series: pl.Series) -> pl.Series:
+    # N is a function of the text: each distinct text once (a batch's retrieved chunks repeat across requests)
+    distinct = series.unique(maintain_order=True)
+    if len(distinct) > 0.8 * len(series):
+        return _canonical_distinct(series)
+    normalized = _canonical_distinct(distinct.clone())  # a clone: NFC is written into its input in place
+    table = pl.DataFrame({"text": distinct, "normalized": normalized})
+    rows = series.rename("text").to_frame()
+    return rows.join(table, on="text", how="left", nulls_equal=True, maintain_order="left")["normalized"].rename(
+        series.name
+    )
+
+
+def _canonical_distinct(series: pl.Series) -> pl.Series:
     # line endings need no step of their own: CR and LF are whitespace, which the last step collapses to one space,
     # and neither NFC nor the folding table touches them
     suspect = series.str.contains(nfc_suspect_class()).fill_null(False)
