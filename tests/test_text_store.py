@@ -216,3 +216,37 @@ def test_a_query_bounded_by_days_opens_only_those_days_text_files(tmp_path, logs
         assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall() == []
         with pytest.raises(duckdb.Error):
             con.sql("select count(prompt_raw) from prompts").fetchall()
+
+
+def test_a_refused_copys_text_is_in_no_file(tmp_path, config):
+    """The parse step writes each batch's text file (lib/text_files.py); a copy refused because its request id was
+    ingested before (a conflict, or a re-sent line of a forgotten request) is taken out of the file before the
+    batch commits, so forget's promise holds: the text is in no file."""
+    from tests.helpers import write_jsonl
+    from tests.test_ingest import good
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    first = [good(i) for i in range(1, 6)]
+    write_jsonl(landing / "a.jsonl", first)
+    path = ingested(tmp_path / "w.duckdb", landing, config)
+    folder = tmp_path / "w.text"
+    with connect(path) as con:
+        ensure_schema(con)
+        forget_in_warehouse(con, ["req-2"], by="test", reason="user asked", now=NOW)
+    conflicting = {**good(1), "prompt": good(1)["prompt"] + " SECRET-EDIT"}
+    resent = {**good(2), "prompt": good(2)["prompt"] + " SECRET-RESENT"}
+    write_jsonl(landing / "b.jsonl", [conflicting, good(7), resent, good(8)])
+    ingested(path, landing, config)
+    texts = stored_text(folder)["prompt_raw"].to_list()
+    assert not any("SECRET" in t for t in texts)
+    with connect(path, read_only=True) as con:
+        assert con.sql("select count(*), count(prompt_raw) from prompts").fetchall() == [(7, 6)]  # req-2 forgotten
+        named = {
+            f for (f,) in con.sql("select distinct text_file from prompt_rows where text_file is not null").fetchall()
+        }
+        assert con.sql("select reason from ingest_rejects order by line_no").fetchall() == [
+            ("request_id_conflict",),
+            ("request_id_conflict",),
+        ]
+    assert {str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")} - {EMPTY_FILE} == named

@@ -75,7 +75,8 @@ from .lines import (
     read_lines,
 )
 from .records import Reject
-from .text_store import remove_files, sweep, text_dir, write_text_files
+from .text_files import keep_only, remove_files
+from .text_store import sweep, text_dir
 from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import run_script, transaction
 
@@ -203,10 +204,9 @@ def _write_batch(
     folder: Path | None = None,
 ) -> None:
     """One transaction under the small limit; a batch that does not fit (a line near max_line_bytes) is rolled back
-    and written again with room for the longest line allowed. The prompt text goes to the text folder first
-    (lib/text_store.py): files the transaction does not commit are never read, and are removed here."""
-    if folder is not None:
-        relations = {**relations, "batch_prompts": write_text_files(folder, relations["batch_prompts"])}
+    and written again with room for the longest line allowed. The prompt text is in the text folder already (the
+    parse step wrote it, lib/text_files.py): files the transaction does not commit are never read, and are removed
+    here."""
     try:
         try:
             _write_batch_within(cursor, relations, ledger, memory)
@@ -376,7 +376,10 @@ class _Run:
         self.ledger = Ledger.load(con)
         self.summary = IngestSummary()
         self.writer = BatchWriter(con, config.ingest.max_line_bytes)
-        self.parser = ParsePool(config, resolve_workers(config.ingest.workers if workers is None else workers))
+        self.text_folder = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
+        self.parser = ParsePool(
+            config, resolve_workers(config.ingest.workers if workers is None else workers), self.text_folder
+        )
         self.inflight: deque[_Batch] = deque()  # committed batches being parsed, in commit order
         # request ids of this run, committed or still in flight: (sha256, source, its text removed by forget/retention)
         self.run_seen: dict[str, tuple[str, str, bool]] = {}
@@ -993,7 +996,11 @@ class _Run:
         relations = dict(parsed.relations)
         if duplicates:  # the frames hold each request id's first copy in the batch: keep those accepted here
             accepted = [claim.request_id for claim in kept]
+            written = relations["batch_prompts"]
             relations = {rel: df.filter(pl.col("request_id").is_in(accepted)) for rel, df in relations.items()}
+            if self.text_folder is not None:  # no file keeps a refused copy's text
+                relations["batch_prompts"] = keep_only(self.text_folder, relations["batch_prompts"])
+                remove_files(self.text_folder, written["text_file"].drop_nulls().unique().to_list())
         answer_rejects = relations["batch_answer_rejects"]
         # per-file counts, so each file's ledger row balances: lines read = records ingested + records rejected
         for f, _ in lines:

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from multiprocessing.connection import wait
+from pathlib import Path
 
 import polars as pl
 
@@ -39,6 +40,7 @@ from .batch import (
 from .config import Config
 from .lines import Line
 from .records import BOM, Record, Reject, parse_raw_line
+from .text_files import write_text_files
 
 __all__ = ["BatchLine", "Claim", "ParsePool", "ParsedBatch", "parse_batch", "resolve_workers", "valid_line_text"]
 
@@ -97,12 +99,21 @@ def valid_line_text(line: Line) -> str:
 
 
 def parse_batch(
-    lines: list[BatchLine], config: Config, now: datetime, store_once: bool = STORE_RETRIEVED_TEXT_ONCE
+    lines: list[BatchLine],
+    config: Config,
+    now: datetime,
+    store_once: bool = STORE_RETRIEVED_TEXT_ONCE,
+    text_folder: Path | None = None,
 ) -> ParsedBatch:
     """Parse, validate, decode and build the frames of one batch; nothing here depends on other batches.
-    store_once: retrieved texts stored as schema 9 does (False: as schema 8, the tests' reference)."""
+    store_once: retrieved texts stored as schema 9 does (False: as schema 8, the tests' reference).
+    text_folder: the prompt text is written there (lib/text_files.py) and batch_prompts names its files, so the
+    text does not travel back to the ingest process; None: it stays in the frame (an in-memory warehouse)."""
     with _collector_paused():
-        return _parse_batch(lines, config, now, store_once)
+        parsed = _parse_batch(lines, config, now, store_once)
+    if text_folder is not None:
+        parsed.relations["batch_prompts"] = write_text_files(text_folder, parsed.relations["batch_prompts"])
+    return parsed
 
 
 @contextmanager
@@ -175,9 +186,20 @@ def resolve_workers(configured: int) -> int:
 class Parsed:
     """A batch being parsed: in a worker (a future), or already parsed in the ingest process."""
 
-    def __init__(self, lines: list[BatchLine], config: Config, now: datetime, store_once: bool, future: Future | None):
+    def __init__(
+        self,
+        lines: list[BatchLine],
+        config: Config,
+        now: datetime,
+        store_once: bool,
+        future: Future | None,
+        text_folder: Path | None = None,
+    ):
         self._lines, self._config, self._now, self._store_once, self._future = lines, config, now, store_once, future
-        self._result: ParsedBatch | None = None if future is not None else parse_batch(lines, config, now, store_once)
+        self._text_folder = text_folder
+        self._result: ParsedBatch | None = (
+            None if future is not None else parse_batch(lines, config, now, store_once, text_folder)
+        )
         self.in_worker = future is not None
 
     def done(self) -> bool:
@@ -190,7 +212,7 @@ class Parsed:
                 self._result = self._future.result()
             except BrokenProcessPool:
                 # a worker died (killed, out of memory): parse the batch here rather than lose it
-                self._result = parse_batch(self._lines, self._config, self._now, self._store_once)
+                self._result = parse_batch(self._lines, self._config, self._now, self._store_once, self._text_folder)
             self._future = None
         return self._result
 
@@ -199,9 +221,10 @@ class ParsePool:
     """Batches parsed in `workers` spawned processes once the run has read SPAWN_AFTER_BYTES; in-process before
     that, with workers = 1, or after the pool broke."""
 
-    def __init__(self, config: Config, workers: int):
+    def __init__(self, config: Config, workers: int, text_folder: Path | None = None):
         self.config = config
         self.workers = workers
+        self.text_folder = text_folder  # where each batch's prompt text is written (None: kept in the frames)
         self._bytes = 0
         self._pool: ProcessPoolExecutor | None = None
         self._broken = False
@@ -222,13 +245,13 @@ class ParsePool:
         if self._pool is not None:
             try:
                 with _main_script_hidden():  # a worker is spawned, if at all, inside submit
-                    future = self._pool.submit(parse_batch, lines, self.config, now, store_once)
-                return Parsed(lines, self.config, now, store_once, future)
+                    future = self._pool.submit(parse_batch, lines, self.config, now, store_once, self.text_folder)
+                return Parsed(lines, self.config, now, store_once, future, self.text_folder)
             except BrokenProcessPool:
                 self._broken = True
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
-        return Parsed(lines, self.config, now, store_once, None)
+        return Parsed(lines, self.config, now, store_once, None, self.text_folder)
 
     def close(self) -> None:
         if self._pool is not None:

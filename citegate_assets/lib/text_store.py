@@ -16,18 +16,17 @@ ingest writes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from .durable import private_dir, replace_durably
+from .durable import private_dir
+from .text_files import TEXT_SCHEMA, write_durably
 from .warehouse import load_sql, sql_literal
 
 # keeps the view's glob matching something on a warehouse with no text file yet (a day no prompt is on)
 EMPTY_FILE = "day=0001-01-01/_empty.parquet"
-TEXT_SCHEMA = {"request_id": pl.String, "prompt_raw": pl.String, "prompt_normalized": pl.String}
 
 
 def text_dir_of(database_path: str | None) -> Path | None:
@@ -70,7 +69,7 @@ def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
         private_dir(folder)
         empty = folder / EMPTY_FILE
         if not empty.exists():
-            _write_durably(pl.DataFrame(schema=TEXT_SCHEMA), empty)
+            write_durably(pl.DataFrame(schema=TEXT_SCHEMA), empty)
     wanted = view_sql(folder)
     found = con.sql(
         "select sql from duckdb_views() where database_name = current_database() and view_name = 'prompts'"
@@ -78,42 +77,6 @@ def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
     marker = sql_literal(f"{folder}/day=*/*.parquet") if folder is not None else "from prompt_rows"
     if not found or marker not in found[0][0] or (folder is None and "read_parquet" in found[0][0]):
         con.execute(f"create or replace view prompts as {wanted}")
-
-
-def write_text_files(folder: Path, prompts: pl.DataFrame) -> pl.DataFrame:
-    """Write a batch's prompt text as one Parquet file per day (fsynced, renamed into place); return the batch's
-    rows for prompt_rows: text columns null, text_file naming the file (relative to the folder)."""
-    if prompts.is_empty():
-        return prompts.with_columns(text_file=pl.lit(None, pl.String))
-    token = uuid.uuid4().hex
-    names = []
-    for (day,), part in prompts.group_by("day", maintain_order=True):
-        name = f"day={day}/{token}.parquet"
-        _write_durably(part.select(*TEXT_SCHEMA), folder / name)
-        names.append((day, name))
-    files = pl.DataFrame(names, schema={"day": prompts["day"].dtype, "text_file": pl.String}, orient="row")
-    return prompts.join(files, on="day", how="left").with_columns(
-        prompt_raw=pl.lit(None, pl.String), prompt_normalized=pl.lit(None, pl.String)
-    )
-
-
-def _write_durably(frame: pl.DataFrame, target: Path) -> None:
-    """Written under a temporary name, fsynced, renamed into place, the rename fsynced: whole or absent."""
-    private_dir(target.parent)
-    tmp = target.with_name(f".{target.name}.tmp")
-    frame.write_parquet(tmp, compression="lz4", statistics=False)
-    replace_durably(tmp, target)
-
-
-def remove_files(folder: Path | None, names: Iterable[str]) -> None:
-    """Best effort: a file left behind is never read (no row names it) and the next sweep removes it."""
-    if folder is None:
-        return
-    for name in names:
-        try:
-            (folder / name).unlink()
-        except FileNotFoundError:
-            pass
 
 
 def referenced_files(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -156,6 +119,6 @@ def rewrite_files_in_scope(con: duckdb.DuckDBPyConnection, first, last) -> list[
             continue
         survivors = pl.read_parquet(folder / name).filter(pl.col("request_id").is_in(kept))
         new_name = f"{name.split('/', 1)[0]}/{uuid.uuid4().hex}.parquet"
-        _write_durably(survivors, folder / new_name)
+        write_durably(survivors, folder / new_name)
         con.execute(load_sql("text/repoint_file"), {"old": name, "new": new_name, **params})
     return files
