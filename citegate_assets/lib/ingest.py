@@ -148,14 +148,14 @@ class BatchWriter:
         [(self._database,)] = con.sql(
             "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
         ).fetchall()
-        self._text_dir = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
+        self.text_folder = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
 
     def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
         self.drain()
         self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
         memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * longest_line
         self._pending = self._pool.submit(
-            _write_batch, self._cursor, relations, ledger, memory, self._roomy, self._text_dir
+            _write_batch, self._cursor, relations, ledger, memory, self._roomy, self.text_folder
         )
 
     def drain(self) -> None:
@@ -376,7 +376,7 @@ class _Run:
         self.ledger = Ledger.load(con)
         self.summary = IngestSummary()
         self.writer = BatchWriter(con, config.ingest.max_line_bytes)
-        self.text_folder = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
+        self.text_folder = self.writer.text_folder  # None: an in-memory warehouse keeps its prompt text inline
         self.parser = ParsePool(
             config, resolve_workers(config.ingest.workers if workers is None else workers), self.text_folder
         )

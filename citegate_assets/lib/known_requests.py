@@ -55,11 +55,11 @@ def _on_days(hashed: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     hashes = history[HASH]
     first = hashes.search_sorted(hashed[HASH], side="left")
     last = hashes.search_sorted(hashed[HASH], side="right")
+    hit = last > first  # vectorized: only the (few) hits reach Python
     days = history["day"]
     rows = [
         (rid, day)
-        for rid, lo, hi in zip(hashed["request_id"], first, last)
-        if hi > lo
+        for rid, lo, hi in zip(hashed["request_id"].filter(hit), first.filter(hit), last.filter(hit))
         for day in days.slice(lo, hi - lo)
     ]
     return pl.DataFrame(rows, schema={"request_id": pl.String, "day": pl.Date}, orient="row")
