@@ -78,7 +78,9 @@ create table if not exists retrievals (
     prompt_start integer,                -- schema 9: the first section holding this chunk, when its body is exactly
     prompt_end integer,                  -- the normalized text: [prompt_start, prompt_end) in prompt_normalized
     raw_start integer,                   -- schema 11: where the text as logged stands verbatim in prompts.prompt_raw,
-    raw_end integer                      -- text is null and [raw_start, raw_end) of prompt_raw holds it
+    raw_end integer,                     -- text is null and [raw_start, raw_end) of prompt_raw holds it
+    raw_encoding varchar                 -- schema 13: 'json' when that substring is the text as the body of a JSON
+                                         -- string (decode it with json_extract_string), else null (verbatim)
 );
 
 create table if not exists citations (

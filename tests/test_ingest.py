@@ -282,8 +282,10 @@ RETRIEVED_TEXT = (
 )
 
 
-RAW_TEXT = (
-    "select request_id, position, coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start)) "
+RAW_TEXT = (  # README "retrievals": how analysts read the text as logged back
+    "select request_id, position, coalesce(r.text, case when r.raw_encoding = 'json' "
+    "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) || '\"', '$') "
+    "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
     "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
 )
 
@@ -332,12 +334,20 @@ def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
             "sum(strlen(text)) from retrievals"
         ).fetchall()
         assert (in_raw, unplaced) == (0, 0)
-        [(in_raw, unplaced, raw_new)] = new.sql(
-            "select count(*) filter (where raw_start is not null), "
+        [(in_raw, escaped, unplaced, raw_new)] = new.sql(
+            "select count(*) filter (where raw_start is not null), count(*) filter (where raw_encoding = 'json'), "
             "count(*) filter (where (text is null) <> (raw_start is not null)), sum(strlen(text)) from retrievals"
         ).fetchall()
-        # the generated prompts are text, json and python_repr: only a plain-text prompt holds the text verbatim
-        assert in_raw > rows / 5 and unplaced == 0 and raw_new < raw_old
+        # the generated prompts are text, json and python_repr: a plain-text prompt holds the text verbatim, a JSON
+        # one escaped (schema 13); only a python_repr prompt's texts stay stored
+        assert in_raw > rows / 2 and escaped > rows / 5 and unplaced == 0 and raw_new < raw_old / 3
+        kept = new.sql(
+            "select p.prompt_raw, r.text from retrievals r join prompts p using (request_id, day) "
+            "where r.text is not null and p.prompt_encoding in ('text', 'json')"
+        ).fetchall()
+        for raw, text in kept:  # a text still stored stands nowhere in its prompt, verbatim or escaped
+            assert text not in raw
+            assert json.dumps(text)[1:-1] not in raw and json.dumps(text, ensure_ascii=False)[1:-1] not in raw
 
 
 def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypatch):
@@ -377,10 +387,11 @@ def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypat
         as_schema_11(con)
         con.execute("alter table retrievals drop column raw_start")
         con.execute("alter table retrievals drop column raw_end")
+        con.execute("alter table retrievals drop column raw_encoding")
         con.execute("delete from schema_version")
         con.execute("insert into schema_version values (10, now())")
     with connect(path) as con, connect(reference, read_only=True) as ref:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(12,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(13,)]
         assert con.sql(RAW_TEXT).fetchall() == ref.sql(RAW_TEXT).fetchall()
         assert con.sql("select count(*) from retrievals where raw_start is not null").fetchall() == [(0,)]

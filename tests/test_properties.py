@@ -268,3 +268,53 @@ def test_a_span_cut_from_a_chunk_stays_inside_it_after_normalization(case):
     chunk, i, j = case
     span = chunk[i:j]
     assert N(span) in N(chunk)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The retrieved text as logged, stored once (schema 13): where a JSON-encoded prompt holds it escaped, the span
+# _raw_span records decodes, in DuckDB, to exactly the text
+
+_LOGGED_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1)
+
+
+@FAST
+@given(_LOGGED_TEXT, st.booleans(), st.text(max_size=5), st.booleans())
+@example('line one\nsaid "two" \\ three\u2028 \U0001f600 caf\u00e9', True, "é", True)
+@example("tab\there </script> & \x1f\x7f", False, "", True)
+def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure_ascii, other, pretty):
+    import json
+
+    import duckdb
+
+    from citegate_assets.lib.batch import _raw_span
+
+    body = {"role": "system", "content": f"Context:\n[1] {text}\n{other}"}
+    prompt = json.dumps(
+        {"messages": [body, {"role": "user", "content": other}]},
+        ensure_ascii=ensure_ascii,
+        indent=2 if pretty else None,
+    )
+    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii())
+    assert start is not None and end is not None
+    piece = prompt[start:end]
+    if encoding is None:
+        assert piece == text
+    else:
+        assert encoding == "json"
+        [(decoded,)] = duckdb.sql(
+            "select json_extract_string('\"' || substr($p, $s + 1, $e - $s) || '\"', '$')",
+            params={"p": prompt, "s": start, "e": end},
+        ).fetchall()
+        assert decoded == text
+
+
+@FAST
+@given(_LOGGED_TEXT, _LOGGED_TEXT)
+def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt):
+    import json
+
+    from citegate_assets.lib.batch import NOWHERE, _raw_span
+
+    forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
+    if not any(form in prompt for form in forms):
+        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii()) == NOWHERE

@@ -8,6 +8,7 @@ the offsets of the context block and of every chunk body fall out of a cumulativ
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -152,7 +153,7 @@ def build_frames(
                 rec.retrieved_left_out,
             )
         )
-        newline = "\n" in rec.prompt
+        newline, ascii_prompt = "\n" in rec.prompt, rec.prompt.isascii()
         for position, r in enumerate(rec.retrieved):
             # one object per distinct text: polars then encodes a chunk that many requests retrieved once
             text = chunk_texts.setdefault(r["text"], r["text"])
@@ -168,7 +169,7 @@ def build_frames(
                     text,
                     unescape,
                     r.get("text_source"),
-                    _raw_at(rec.prompt, text, newline),  # in characters, as DuckDB's substr counts
+                    *_raw_span(rec.prompt, text, newline, ascii_prompt),  # in characters, as DuckDB's substr counts
                 )
             )
         if status == PROFILE_UNKNOWN:
@@ -288,24 +289,29 @@ RETRIEVAL_COLUMNS = [
     "text_normalized",
     "in_prompt",
     "text_source",
-    "raw_at",  # not a column: retrievals_stored_once turns it into raw_start/raw_end
+    "raw_start",  # where the text as logged stands in prompt_raw (stored only by retrievals_stored_once)
+    "raw_end",
+    "raw_encoding",
 ]
+RAW_SPAN = ["raw_start", "raw_end", "raw_encoding"]
 
 
 # Schema 9: a retrieved text's normalized form is stored once. Where it equals the body of the first prompt section
 # holding that chunk (most chunks reach the prompt whole), retrievals.text_normalized is null and
 # [prompt_start, prompt_end) locates it in prompts.prompt_normalized. Schema 11: the same for the text as logged,
-# where it stands verbatim in prompts.prompt_raw (a plain-text prompt; in a JSON-encoded one it is escaped):
-# retrievals.text is null and [raw_start, raw_end) locates it. False writes both twice, as schema 8 did (the tests'
-# reference for what readers must get back).
+# where it stands verbatim in prompts.prompt_raw (a plain-text prompt): retrievals.text is null and
+# [raw_start, raw_end) locates it. Schema 13: also where it stands there as the body of a JSON string (a prompt
+# logged as JSON chat messages escapes it), raw_encoding 'json'. False writes both twice, as schema 8 did (the
+# tests' reference for what readers must get back).
 STORE_RETRIEVED_TEXT_ONCE = True
 
 
 def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
     """frames.retrievals as stored: text_normalized null, with prompt_start/prompt_end, where the first section
     resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized);
-    text null, with raw_start/raw_end, where the text as logged stands verbatim in prompt_raw (readers: coalesce
-    with that substring of prompt_raw). Offsets count characters, as DuckDB's substr does."""
+    text null, with raw_start/raw_end, where the text as logged stands in prompt_raw, verbatim or (raw_encoding
+    'json') JSON-escaped (readers: coalesce with that substring of prompt_raw, decoded by json_extract_string when
+    escaped; README "retrievals"). Offsets count characters, as DuckDB's substr does."""
     first = (
         frames.sections.filter(pl.col("chunk_id").is_not_null())
         .sort("request_id", "section_no")
@@ -322,18 +328,22 @@ def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
         ),
     )
     same = pl.col("body").is_not_null() & (pl.col("body") == pl.col("text_normalized"))
-    verbatim = pl.col("raw_at") >= 0
     return (
         frames.retrievals.join(bodies, on=["request_id", "chunk_id"], how="left", maintain_order="left")
         .with_columns(
             text_normalized=pl.when(same).then(None).otherwise(pl.col("text_normalized")),
             prompt_start=pl.when(same).then(pl.col("prompt_start")),
             prompt_end=pl.when(same).then(pl.col("prompt_end")),
-            raw_start=pl.when(verbatim).then(pl.col("raw_at")),
-            raw_end=pl.when(verbatim).then(pl.col("raw_at") + pl.col("text").str.len_chars().cast(pl.Int32)),
-            text=pl.when(verbatim).then(None).otherwise(pl.col("text")),
+            text=pl.when(pl.col("raw_start").is_not_null()).then(None).otherwise(pl.col("text")),
         )
-        .drop("body", "raw_at")
+        .drop("body")
+    )
+
+
+def stored_twice(frames: Frames) -> pl.DataFrame:
+    """frames.retrievals with every text stored (schema 8's layout, the tests' reference): no raw span."""
+    return frames.retrievals.with_columns(pl.lit(None, pl.Int32).alias(c) for c in RAW_SPAN[:2]).with_columns(
+        raw_encoding=pl.lit(None, pl.String)
     )
 
 
@@ -346,12 +356,31 @@ def _frame(rows: list[tuple], schema: Mapping[str, pl.DataType | type[pl.DataTyp
     )
 
 
-def _raw_at(prompt: str, text: str, newline: bool) -> int:
-    """Where text stands verbatim in the prompt as logged, -1: nowhere. A JSON or repr-encoded prompt escapes line
-    breaks (and a JSON one often every non-ASCII character): such a text is known absent without searching."""
-    if not text or ("\n" in text and not newline) or (prompt.isascii() and not text.isascii()):
-        return -1
-    return find_text(prompt, text)
+NOWHERE = (None, None, None)
+
+
+def _raw_span(prompt: str, text: str, newline: bool, ascii_prompt: bool) -> tuple[int | None, int | None, str | None]:
+    """(raw_start, raw_end, raw_encoding): where text stands in the prompt as logged, verbatim (encoding None) or
+    as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
+    breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
+    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE)."""
+    if not text or "\x00" in text:  # a NUL: json_extract_string would not give it back
+        return NOWHERE
+    ascii_text = text.isascii()
+    if (newline or "\n" not in text) and (ascii_text or not ascii_prompt):
+        at = find_text(prompt, text)
+        if at >= 0:
+            return at, at + len(text), None
+    seen = {text}  # a form equal to the text was searched for verbatim above
+    for ensure_ascii in (True, False):  # they differ on non-ASCII text and on DEL (escaped only by the first)
+        body = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
+        if body in seen or (ascii_prompt and not body.isascii()):
+            continue
+        seen.add(body)
+        at = find_text(prompt, body)
+        if at >= 0:
+            return at, at + len(body), "json"
+    return NOWHERE
 
 
 def _unescape_of(df: pl.DataFrame) -> pl.Expr | str:
@@ -405,7 +434,9 @@ def _retrievals(rows: list[tuple]) -> pl.DataFrame:
         "text": pl.String,
         "unescape": pl.String,
         "text_source": pl.String,
-        "raw_at": pl.Int32,  # where the text stands verbatim in prompt_raw, -1: nowhere
+        "raw_start": pl.Int32,  # where the text as logged stands in prompt_raw: _raw_span
+        "raw_end": pl.Int32,
+        "raw_encoding": pl.String,
     }
     df = _frame(rows, schema)
     return df.with_columns(text_normalized=normalize(pl.col("text"), _unescape_of(df)))

@@ -36,6 +36,7 @@ from .batch import (
     build_frames_isolating_failures,
     decode_prompts,
     retrievals_stored_once,
+    stored_twice,
 )
 from .config import Config
 from .lines import Line
@@ -167,7 +168,7 @@ def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_on
         relations={
             "batch_prompts": frames.prompts,
             "batch_sections": frames.sections,
-            "batch_retrievals": retrievals_stored_once(frames) if store_once else frames.retrievals.drop("raw_at"),
+            "batch_retrievals": retrievals_stored_once(frames) if store_once else stored_twice(frames),
             "batch_citations": frames.citations,
             "batch_answer_rejects": frames.answer_rejects,
         },
