@@ -294,7 +294,7 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
         ensure_ascii=ensure_ascii,
         indent=2 if pretty else None,
     )
-    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii())
+    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {})
     assert start is not None and end is not None
     piece = prompt[start:end]
     if encoding is None:
@@ -317,4 +317,4 @@ def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt):
 
     forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
     if not any(form in prompt for form in forms):
-        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii()) == NOWHERE
+        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}) == NOWHERE

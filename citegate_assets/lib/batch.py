@@ -101,6 +101,7 @@ def build_frames(
     piece_rows: list[tuple] = []
     retrieval_rows: list[tuple] = []
     chunk_texts: dict[str, str] = {}
+    escaped: dict[str, tuple[str, ...]] = {}  # _raw_span: the JSON forms of each distinct text
     citation_rows: list[tuple] = []
     answer_reject_rows: list[tuple] = []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
@@ -169,7 +170,9 @@ def build_frames(
                     text,
                     unescape,
                     r.get("text_source"),
-                    *_raw_span(rec.prompt, text, newline, ascii_prompt),  # in characters, as DuckDB's substr counts
+                    *_raw_span(
+                        rec.prompt, text, newline, ascii_prompt, escaped
+                    ),  # in characters, as DuckDB's substr counts
                 )
             )
         if status == PROFILE_UNKNOWN:
@@ -359,13 +362,42 @@ def _frame(rows: list[tuple], schema: Mapping[str, pl.DataType | type[pl.DataTyp
 NOWHERE = (None, None, None)
 
 
-def _raw_span(prompt: str, text: str, newline: bool, ascii_prompt: bool) -> tuple[int | None, int | None, str | None]:
+def _json_forms(text: str) -> tuple[str, ...]:
+    """The text as the body of a JSON string, as json.dumps writes it without and with ensure_ascii (they differ on
+    non-ASCII text and on DEL, which only the latter escapes; the SDKs' HTTP clients write the first), each form
+    once and only where it differs from the text (the verbatim search has answered for that one)."""
+    forms = []
+    for ensure_ascii in (False, True):
+        body = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
+        if body != text and body not in forms:
+            forms.append(body)
+    return tuple(forms)
+
+
+def _raw_span(
+    prompt: str, text: str, newline: bool, ascii_prompt: bool, escaped: dict[str, tuple[str, ...]]
+) -> tuple[int | None, int | None, str | None]:
     """(raw_start, raw_end, raw_encoding): where text stands in the prompt as logged, verbatim (encoding None) or
     as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
     breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
-    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE)."""
+    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). escaped: the batch's
+    JSON forms of each distinct text (a chunk many requests retrieved is escaped once)."""
     if not text or "\x00" in text:  # a NUL: json_extract_string would not give it back
         return NOWHERE
+    if (newline or "\n" not in text) and (not ascii_prompt or text.isascii()):
+        at = find_text(prompt, text)
+        if at >= 0:
+            return at, at + len(text), None
+    forms = escaped.get(text)
+    if forms is None:
+        forms = escaped[text] = _json_forms(text)
+    for body in forms:
+        if ascii_prompt and not body.isascii():
+            continue
+        at = find_text(prompt, body)
+        if at >= 0:
+            return at, at + len(body), "json"
+    return NOWHERE
     ascii_text = text.isascii()
     if (newline or "\n" not in text) and (ascii_text or not ascii_prompt):
         at = find_text(prompt, text)
