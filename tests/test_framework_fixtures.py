@@ -150,3 +150,39 @@ def test_each_named_profile_agrees_with_auto_where_it_fits(name, template, tmp_p
     files = [p for p in LOG_FILES if p.name == name]
     named = _reasons(tmp_path, files, template)
     assert named == _reasons(tmp_path, files, "auto") == _expected(files)
+
+
+def test_each_retrieved_text_of_a_real_request_body_is_stored_once_and_reads_back(tmp_path):
+    """Schema 13 on the SDKs' own request bodies (JSON chat messages, escaped as the openai and anthropic clients
+    write them): every retrieved text the prompt holds, verbatim or escaped, is not stored a second time, and the
+    README's read-back gives exactly the text as logged, for every retrieval of every file."""
+    from citegate_assets.lib.warehouse import connect
+
+    from .helpers import RAW_TEXT
+
+    _reasons(tmp_path, LOG_FILES, "auto")
+    logged = {
+        (rec.request_id, i): r["text"]
+        for path in LOG_FILES
+        for rec in _records(path)
+        for i, r in enumerate(rec.retrieved)
+    }
+    with connect(tmp_path / "auto.duckdb", read_only=True) as con:
+        read_back = {(rid, pos): text for rid, pos, text in con.sql(RAW_TEXT).fetchall()}
+        rows = con.sql(
+            "select p.prompt_encoding, p.prompt_raw, r.text, r.raw_encoding, r.request_id, r.position "
+            "from retrievals r join prompts p using (request_id, day)"
+        ).fetchall()
+    assert read_back == logged
+    stored_once = Counter()
+    for encoding, raw, text, raw_encoding, rid, pos in rows:
+        forms = {
+            logged[rid, pos],
+            json.dumps(logged[rid, pos])[1:-1],
+            json.dumps(logged[rid, pos], ensure_ascii=False)[1:-1],
+        }
+        held = any(form in raw for form in forms)
+        assert (text is None) == held, (rid, pos)  # stored once exactly where the prompt holds it
+        if raw_encoding == "json":
+            stored_once[encoding] += 1
+    assert stored_once["json"] > 50  # the SDKs' bodies hold the texts escaped

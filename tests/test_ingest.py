@@ -9,7 +9,7 @@ import pytest
 
 from citegate_assets.lib.ingest import ingest_landing
 
-from .helpers import as_schema_11, scenario_record, write_jsonl
+from .helpers import RAW_TEXT, as_schema_11, scenario_record, write_jsonl
 
 
 def good(i: int, **changes) -> dict:
@@ -278,14 +278,6 @@ def test_bom_and_crlf_lines(con, landing, config):
 RETRIEVED_TEXT = (
     "select request_id, position, coalesce(r.text_normalized, "
     "substr(p.prompt_normalized, r.prompt_start + 1, r.prompt_end - r.prompt_start)) "
-    "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
-)
-
-
-RAW_TEXT = (  # README "retrievals": how analysts read the text as logged back
-    "select request_id, position, coalesce(r.text, case when r.raw_encoding = 'json' "
-    "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) || '\"', '$') "
-    "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
     "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
 )
 
