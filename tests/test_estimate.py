@@ -164,6 +164,44 @@ def test_a_run_makes_the_estimated_number_of_calls(published, monkeypatch, capsy
     assert int(after[4]) == 0 and int(after[3].replace(",", "")) == calls  # all cached now
 
 
+def test_best_evidence_makes_at_most_the_estimated_calls_and_exactly_them_when_every_citation_fails(
+    published, monkeypatch, capsys, tmp_path
+):
+    """best_evidence judges other passages of each support failure: the estimate's `best_evidence (max)` row counts
+    them as if every judged citation failed. A real run whose judge answers `no` to everything (every judged
+    citation fails) makes exactly that many calls beyond the support gate's, each to a pair the estimate named."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(published, root)
+    with ScriptedJudgeServer(lambda r, i: Reply("no")) as server:
+        monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
+        monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-x")
+        monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+        out = _estimate(root, monkeypatch, capsys)
+        support_calls = int(_row(out, "judge-x", "online *")[4].replace(",", ""))
+        evidence = _row(out, "judge-x", "best_evidence (max)")
+        evidence_calls = int(evidence[4].replace(",", ""))
+        assert server.requests == []  # the estimate called nothing
+        assert run_range(
+            PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml"
+        ).success
+        received = len(server.requests)
+        after = _row(_estimate(root, monkeypatch, capsys), "judge-x", "best_evidence (max)")
+    with connect(root / "w.duckdb", read_only=True) as con:
+        [(fresh,)] = con.sql("select count(*) from support_verdicts where not cache_hit").fetchall()
+        [(failures, with_candidates)] = con.sql(
+            "select count(*), count(*) filter (where len(candidates) > 0) from best_evidence where assessed"
+        ).fetchall()
+    assert fresh == support_calls
+    assert evidence_calls > 0 and with_candidates > 0 and failures > 0
+    assert received - fresh == evidence_calls  # best_evidence's own calls: the estimate's upper bound, met
+    # priced online: judge-x's input and output prices on the row's tokens
+    tokens_in, tokens_out = int(evidence[5].replace(",", "")), int(evidence[6].replace(",", ""))
+    assert float(evidence[7]) == pytest.approx(round((tokens_in * 2.0 + tokens_out * 8.0) / 1e6, 4))
+    assert int(after[4]) == 0  # all in judge_cache now
+
+
 def test_estimate_needs_the_published_copy(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CITEGATE_PUBLISHED", raising=False)
     code = main(["estimate", "--warehouse", str(tmp_path / "none.duckdb")])

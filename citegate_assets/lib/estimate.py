@@ -18,6 +18,13 @@ The secondary judge ([judge.secondary]) has its own row, mode `secondary`: it is
 in judge_cache for its model, always online (judge_agreement calls it pair by pair), at its model's price. The
 real run samples only pairs the primary answered (not `error`), so this is an upper bound when the primary fails.
 
+`best_evidence` calls the judge too, on up to [queue] best_evidence_k other passages of the prompt per support
+failure. Which citations fail is known only after the support gate has judged them, so each model has a row of
+mode `best_evidence (max)`: the calls if every citation the gate judges failed, plus those that fail the numeric
+check whether judged or not (an upper bound), on the candidates best_evidence would rank (lib/best_evidence.py
+top_candidates over review/other_passages), less the pairs the support gate judges in the same run and those
+judge_cache holds; always online (best evidence is not batched), at the model's price.
+
 The citations and their passages are the support gate's (lib/passages.py cited_passages: one streamed read of the
 range's prompts); sql/report/estimate_pairs.sql applies the policy and hashes them.
 
@@ -36,8 +43,10 @@ import duckdb
 import polars as pl
 
 from .agreement import agreement_key
+from .best_evidence import top_candidates
 from .config import Config
 from .judge.prompt import TEMPLATE_VERSION, render_prompt
+from .numbers import numeric_piece
 from .passages import cited_passages
 from .policies import registered_policies
 from .reporting import text_table
@@ -46,6 +55,7 @@ from .terminal import safe
 from .warehouse import query
 
 CHARS_PER_TOKEN = 4
+EVIDENCE_MODE = "best_evidence (max)"
 MESSAGE_TOKENS = 7  # the chat format around one user message and the assistant's reply
 FRAME_CHARS = len(render_prompt("", ""))  # the template's own text around the passage and the claim
 
@@ -83,11 +93,16 @@ def default_range(con: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
     return first, last + timedelta(days=1)
 
 
-def selected_pairs(con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date) -> pl.DataFrame:
+def selected_pairs(
+    con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date, passages: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """One row per provenance-passing citation of [start, end) with its surface's policy applied, ordered by
-    citation_id: the support gate's citations and passages (lib/passages.py, one read of the prompts) keyed and
-    sampled in sql/report/estimate_pairs.sql. Where retention removed the text, the hashes and lengths are null."""
-    passages = cited_passages(con, start, end).select("citation_id", "surface", "claim", "passage")
+    citation_id: the support gate's citations and passages (lib/passages.py, one read of the prompts; or passages,
+    read already) keyed and sampled in sql/report/estimate_pairs.sql. Where retention removed the text, the hashes
+    and lengths are null."""
+    if passages is None:
+        passages = cited_passages(con, start, end)
+    passages = passages.select("citation_id", "surface", "claim", "passage")
     if passages.is_empty():
         return pl.DataFrame(schema=PAIR_SCHEMA)
     with registered_policies(con, config, start, end):
@@ -112,7 +127,8 @@ def estimate(
     whether it is offline, or None. Returns the frames `days`, `surfaces` (for the configured model) and `models`
     (one row per model and mode, the secondary's last)."""
     days = query(con, "report/estimate_days", {"start": start, "end": end}).pl()
-    pairs = selected_pairs(con, config, start, end)
+    passages = cited_passages(con, start, end)
+    pairs = selected_pairs(con, config, start, end, passages)
     # a day whose text retention removed is never gated again (a run refuses it): nothing to estimate there
     without_text = pairs.filter(pl.col("passage_sha256").is_null() | pl.col("claim_sha256").is_null())
     pairs = pairs.filter(pl.col("passage_sha256").is_not_null() & pl.col("claim_sha256").is_not_null())
@@ -121,6 +137,7 @@ def estimate(
     tokens = [prompt_tokens(p, c) for p, c in zip(distinct["passage_chars"], distinct["claim_chars"])]
     distinct = distinct.with_columns(prompt_tokens=pl.Series(tokens, dtype=pl.Int64))
     judge = config.judge
+    evidence = evidence_pairs(con, config, passages, pairs, start, end)
     surfaces = None
     rows = []
     for model, offline in models.items():
@@ -145,6 +162,7 @@ def estimate(
                     "cost_usd": None if cost is None else round(cost, 4),
                 }
             )
+        rows.append(_evidence_row(con, config, evidence, distinct, model, offline))
         if model == configured:
             surfaces = _by_surface(pairs, model, cached)
     if secondary is not None and judge.secondary is not None:
@@ -166,6 +184,85 @@ def estimate(
                 "cost_usd": pl.Float64,
             },
         ),
+    }
+
+
+def evidence_pairs(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    passages: pl.DataFrame,
+    pairs: pl.DataFrame,
+    start: date,
+    end: date,
+) -> pl.DataFrame:
+    """The distinct (passage, claim) pairs best_evidence would judge if every citation the support gate judges
+    failed: those citations and the ones whose claim has a number their passage lacks (a failure, judged or not), of
+    surfaces whose stakes are not off, each with its best [queue] best_evidence_k other passages. Columns:
+    passage_sha256, claim_sha256, passage_chars, claim_chars, prompt_tokens (as PAIR_SCHEMA)."""
+    k = int(config.queue.best_evidence_k)
+    present = passages.filter(pl.col("passage").is_not_null() & pl.col("claim").is_not_null())
+    assessed = [s for s in present["surface"].unique().to_list() if config.surface(s).stakes != "off"]
+    present = present.filter(pl.col("surface").is_in(assessed))
+    missing = [m for _, m in numeric_piece(list(zip(present["claim"].to_list(), present["passage"].to_list())))]
+    selected = pairs.filter("selected")["citation_id"]
+    failing = present.filter(
+        pl.col("citation_id").is_in(selected.implode()) | pl.Series([bool(m) for m in missing], dtype=pl.Boolean)
+    )
+    empty = pl.DataFrame(schema={**{c: PAIR_SCHEMA[c] for c in PAIR_SCHEMA if "sha256" in c or "chars" in c}})
+    if k <= 0 or failing.is_empty():
+        return empty.with_columns(prompt_tokens=pl.lit(0, pl.Int64)).head(0)
+    chunks = query(con, "report/estimate_cited_chunks", {"start": start, "end": end}).pl()
+    failures = failing.select("citation_id", "request_id", "day", "claim").join(chunks, on="citation_id")
+    con.register("failures", failures.to_arrow())
+    try:
+        others = query(con, "review/other_passages", {"start": start, "end": end}).pl()
+    finally:
+        con.unregister("failures")
+    best = top_candidates(others, k)
+    distinct = best.unique(["passage", "claim"], keep="first", maintain_order=True)
+    passage, claim = distinct["passage"].to_list(), distinct["claim"].to_list()
+    return pl.DataFrame(
+        {
+            "passage_sha256": [_sha(p) for p in passage],
+            "claim_sha256": [_sha(c) for c in claim],
+            "passage_chars": [len(p) for p in passage],
+            "claim_chars": [len(c) for c in claim],
+            "prompt_tokens": [prompt_tokens(len(p), len(c)) for p, c in zip(passage, claim)],
+        },
+        schema={**empty.schema, "prompt_tokens": pl.Int64},
+    )
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _evidence_row(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    evidence: pl.DataFrame,
+    judged: pl.DataFrame,
+    model: str,
+    offline: bool,
+) -> dict:
+    """best_evidence's calls at most (evidence_pairs), less the support gate's own pairs (judged: cached by the time
+    best_evidence runs) and what judge_cache holds; online."""
+    gate = judged.select("passage_sha256", "claim_sha256")
+    extra = evidence.join(gate, on=["passage_sha256", "claim_sha256"], how="anti")
+    _, fresh = _uncached(con, extra, model)
+    calls = fresh.height
+    prompt = int(fresh["prompt_tokens"].sum()) if calls else 0
+    completion = calls * int(config.judge.max_tokens)
+    cost = _cost(config, model, offline, prompt, completion)
+    return {
+        "judge_model": model,
+        "mode": EVIDENCE_MODE,
+        "pairs": evidence.height,
+        "cached": evidence.height - calls,
+        "calls": calls,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost_usd": None if cost is None else round(cost, 4),
     }
 
 
@@ -258,7 +355,8 @@ def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: 
         text_table(surfaces, max_rows=200),
         "",
         "Per judge model and mode (* = the configured judge and mode; pairs = distinct passage-claim pairs judged, "
-        "calls = pairs not in judge_cache"
+        f"calls = pairs not in judge_cache; {EVIDENCE_MODE} = best_evidence's extra calls if every judged citation "
+        "failed support, an upper bound, online in either mode"
         + (
             "; secondary = [judge.secondary] on its sample_rate of the judged citations, online)"
             if (models["mode"] == "secondary").any()
