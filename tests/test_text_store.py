@@ -250,3 +250,70 @@ def test_a_refused_copys_text_is_in_no_file(tmp_path, config):
             ("request_id_conflict",),
         ]
     assert {str(p.relative_to(folder)) for p in folder.glob("day=*/*.parquet")} - {EMPTY_FILE} == named
+
+
+def _plan(con, sql: str) -> dict:
+    import json
+
+    [(_, plan)] = con.sql(f"explain (format json) {sql}").fetchall()
+    return json.loads(plan)[0]
+
+
+def _nodes(node: dict):
+    yield node
+    for child in node.get("children", []):
+        yield from _nodes(child)
+
+
+def test_streamed_text_holds_the_prompt_rows_and_streams_the_text_of_the_days_only(tmp_path, logs, config):
+    """The night's readers of prompt text (the lake export, the passages, best evidence, the queue) read
+    prompts_between under streamed_text: the same rows and text as the `prompts` view, with the hash table built on
+    prompt_rows (no text) and the text files streamed past it, only the days asked for opened (a day 1 file made
+    unreadable is never touched). The view itself, planned freely, builds on the text: what this avoids. An inline
+    row (written before schema 12) reads the same, and the connection's optimizer setting is back afterwards."""
+    from citegate_assets.lib.text_store import streamed_text
+
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    days = "where day >= date '2026-11-03' and day < date '2026-11-05'"
+    with connect(path) as con:
+        expected = con.sql(f"{PROMPTS.replace(' order by', f' {days} order by')}").fetchall()
+        # one row of day 2 as a schema 11 warehouse left it: its text inline, no file named
+        [(inline_id,)] = con.sql("select min(request_id) from prompt_rows where day = date '2026-11-03'").fetchall()
+        con.execute(
+            "update prompt_rows r set prompt_raw = p.prompt_raw, prompt_normalized = p.prompt_normalized, "
+            "text_file = null from prompts p where p.request_id = r.request_id and r.request_id = $id",
+            {"id": inline_id},
+        )
+        free = _plan(con, "select * from prompts where day = date '2026-11-03'")
+        free_join = next(n for n in _nodes(free) if n["name"] == "HASH_JOIN")
+        assert free_join["children"][1]["name"] == "READ_PARQUET"  # the text in the hash table
+    for f in (tmp_path / "w.text" / "day=2026-11-02").glob("*.parquet"):
+        f.write_bytes(b"not parquet")  # any read of day 1's text now fails loudly
+    with connect(path, read_only=True) as con:
+        [(before,)] = con.sql("select current_setting('disabled_optimizers')").fetchall()
+        between = "select * exclude (ingested_at) from prompts_between(date '2026-11-03', date '2026-11-05')"
+        with streamed_text(con):
+            assert con.sql(f"{between} order by request_id").fetchall() == expected
+            join = next(n for n in _nodes(_plan(con, between)) if n["name"] == "HASH_JOIN")
+            probe, build = join["children"]
+            assert [n["name"] for n in _nodes(build)] == ["SEQ_SCAN"] and "prompt_rows" in str(build["extra_info"])
+            assert [n["name"] for n in _nodes(probe)][-1] == "READ_PARQUET"
+            assert "2026-11-03" in str(probe["extra_info"])  # the days bound the files opened
+        assert con.sql("select current_setting('disabled_optimizers')").fetchall() == [(before,)]
+        assert any(row[0] == inline_id for row in expected)
+
+
+def test_prompts_between_on_the_published_copy_or_in_memory_reads_prompts(config, logs):
+    """Where `prompts` holds its text itself (an in-memory warehouse here; the published copy's lake views alike),
+    prompts_between is `prompts` for those days."""
+    from citegate_assets.lib.text_store import streamed_text
+
+    with duckdb.connect(":memory:") as con:
+        ensure_schema(con)
+        ingest_landing(con, logs, config, final=True, now=NOW)
+        expected = con.sql("select * from prompts where day = date '2026-11-04' order by request_id").fetchall()
+        with streamed_text(con):
+            got = con.sql(
+                "select * from prompts_between(date '2026-11-04', date '2026-11-05') order by request_id"
+            ).fetchall()
+        assert got == expected and len(got) > 0

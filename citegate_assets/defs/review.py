@@ -8,10 +8,12 @@ import polars as pl
 
 from citegate_assets.lib.best_evidence import decide_cause, top_candidates
 from citegate_assets.lib.numbers import numeric_piece
+from citegate_assets.lib.passages import other_passages
 from citegate_assets.lib.policies import registered_policies
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
 from citegate_assets.lib.support import judge_items
+from citegate_assets.lib.text_store import streamed_text
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
 
@@ -41,9 +43,7 @@ def best_evidence(
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         failures = query(con, "review/support_failures", params).pl()
-        con.register("failures", failures.to_arrow())
-        others = query(con, "review/other_passages", params).pl()
-        con.unregister("failures")
+        others = other_passages(con, failures, start, end)
     assessed = failures.select(
         "citation_id",
         assessed=pl.col("surface").is_in(
@@ -231,7 +231,8 @@ def citation_queue(
         with transaction(con), registered_policies(con, config, start, end):
             con.register("queue_owners", queue_owners.to_arrow())
             run_script(con, "review/delete_queue", params)
-            run_script(con, "review/citation_queue", params)
+            with streamed_text(con):
+                run_script(con, "review/citation_queue", params)
             con.unregister("queue_owners")
         volume = query(con, "review/queue_volume", params).pl()
         [(n,)] = query(con, "review/queue_count", params).fetchall()

@@ -47,7 +47,7 @@ from .best_evidence import top_candidates
 from .config import Config
 from .judge.prompt import TEMPLATE_VERSION, render_prompt
 from .numbers import numeric_piece
-from .passages import cited_passages
+from .passages import cited_passages, other_passages
 from .policies import registered_policies
 from .reporting import text_table
 from .sampling import SALT
@@ -213,12 +213,7 @@ def evidence_pairs(
         return empty.with_columns(prompt_tokens=pl.lit(0, pl.Int64)).head(0)
     chunks = query(con, "report/estimate_cited_chunks", {"start": start, "end": end}).pl()
     failures = failing.select("citation_id", "request_id", "day", "claim").join(chunks, on="citation_id")
-    con.register("failures", failures.to_arrow())
-    try:
-        others = query(con, "review/other_passages", {"start": start, "end": end}).pl()
-    finally:
-        con.unregister("failures")
-    best = top_candidates(others, k)
+    best = top_candidates(other_passages(con, failures, start, end), k)
     distinct = best.unique(["passage", "claim"], keep="first", maintain_order=True)
     passage, claim = distinct["passage"].to_list(), distinct["claim"].to_list()
     return pl.DataFrame(

@@ -26,7 +26,12 @@ from typing import TypeAlias
 import duckdb
 
 from citegate_assets.lib.lake_store import LakeConflict, LakeStore, is_uri, open_store
+from citegate_assets.lib.text_store import streamed_text
 from citegate_assets.lib.warehouse import sql_identifier, sql_literal
+
+# a partition's rows are written a row group at a time: the writer holds one, not the whole day (a day of prompt
+# text is gigabytes at 100,000 requests)
+ROW_GROUP_BYTES = "32MB"
 
 MANIFEST = "_manifest.json"
 MANIFESTS = "_manifests"
@@ -230,11 +235,15 @@ def _write_part(
     tmp = store.staging(relative)
     ids = ", ".join(f"{sql_literal(name)}: {i}" for i, (name, _) in _field_ids(columns, spec.column))
     try:
-        [(copied,)] = con.execute(
-            f"copy (select * exclude ({spec.column}) from {spec.name} where {spec.column} = $part) "
-            f"to {sql_literal(tmp)} (format parquet, compression zstd, field_ids {{{ids}}})",
-            {"part": date.fromisoformat(part)},
-        ).fetchall()
+        # the prompts' text is streamed from its files, not held (text_store.py streamed_text)
+        rows_of = "prompts_between($part, $part + 1)" if spec.name == "prompts" else spec.name
+        with streamed_text(con):
+            [(copied,)] = con.execute(
+                f"copy (select * exclude ({spec.column}) from {rows_of} where {spec.column} = $part) "
+                f"to {sql_literal(tmp)} (format parquet, compression zstd, field_ids {{{ids}}}, "
+                f"row_group_size_bytes {sql_literal(ROW_GROUP_BYTES)})",
+                {"part": date.fromisoformat(part)},
+            ).fetchall()
         if copied != rows:
             raise LakeError(f"{spec.name} {spec.column}={part}: wrote {copied} rows, the warehouse has {rows}")
         size = tmp.stat().st_size

@@ -12,6 +12,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
+from .text_store import streamed_text
 from .warehouse import query
 
 PROMPTS_PER_BATCH = 2048  # about 30 MB of prompt text per batch at 15 KB a prompt
@@ -42,8 +43,12 @@ def cited_passages(
         return pl.DataFrame(schema=PASSAGE_SCHEMA)
     con.register("cited_requests", bounds.select("request_id").unique().to_arrow())
     try:
-        reader = query(con, "support/cited_prompts", params).to_arrow_reader(PROMPTS_PER_BATCH)
-        parts = [_cut(bounds, pl.from_arrow(batch)) for batch in reader]  # type: ignore[arg-type]
+        with streamed_text(con):
+            reader = query(con, "support/cited_prompts", params).to_arrow_reader(PROMPTS_PER_BATCH)
+            try:
+                parts = [_cut(bounds, pl.from_arrow(batch)) for batch in reader]  # type: ignore[arg-type]
+            finally:
+                reader.close()  # the connection takes no other statement while a result is open
     finally:
         con.unregister("cited_requests")
     if not parts:
@@ -52,6 +57,25 @@ def cited_passages(
 
 
 def _cut(bounds: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
-    return bounds.join(prompts, on="request_id", how="inner").with_columns(
-        passage=pl.col("prompt_normalized").str.slice(pl.col("body_start"), pl.col("body_end") - pl.col("body_start"))
+    """The batch's citations with their passage, without the prompts' text (dropped batch by batch, not at the end)."""
+    return (
+        bounds.join(prompts, on="request_id", how="inner")
+        .with_columns(
+            passage=pl.col("prompt_normalized").str.slice(
+                pl.col("body_start"), pl.col("body_end") - pl.col("body_start")
+            )
+        )
+        .select(list(PASSAGE_SCHEMA))
     )
+
+
+def other_passages(con: duckdb.DuckDBPyConnection, failures: pl.DataFrame, start: date, end: date) -> pl.DataFrame:
+    """failures: citation_id, request_id, day, chunk_id, claim (support failures of [start, end), or citations that
+    may fail). The other chunks of each one's prompt that reached the context block, with their text as it stood
+    there: citation_id, chunk_id, claim, passage (sql/review/other_passages.sql), the prompts' text streamed."""
+    con.register("failures", failures.to_arrow())
+    try:
+        with streamed_text(con):
+            return query(con, "review/other_passages", {"start": start, "end": end}).pl()
+    finally:
+        con.unregister("failures")

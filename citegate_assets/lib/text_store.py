@@ -16,6 +16,8 @@ ingest writes.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -77,6 +79,44 @@ def ensure_prompts_view(con: duckdb.DuckDBPyConnection) -> None:
     marker = sql_literal(f"{folder}/day=*/*.parquet") if folder is not None else "from prompt_rows"
     if not found or marker not in found[0][0] or (folder is None and "read_parquet" in found[0][0]):
         con.execute(f"create or replace view prompts as {wanted}")
+
+
+# DuckDB builds a hash join on the side it estimates smaller, and prompt_rows, the wider row, loses: a reader of the
+# `prompts` view would hold every text of its days in memory at once. streamed_text's statements read
+# prompts_between() instead, planned with join reordering off (sql/text/prompts_between.sql).
+STREAMED_TEXT_OPTIMIZERS = ("join_order", "build_side_probe_side")
+
+
+def _between_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """prompts_between's body: the streaming join where `prompts` is the view over the text files, else (an
+    in-memory warehouse, the published copy, whose `prompts` holds or views its text directly) `prompts` itself."""
+    folder = text_dir(con)
+    joined = con.sql(
+        "select 1 from duckdb_tables() where database_name = current_database() and table_name = 'prompt_rows'"
+    ).fetchall()
+    if folder is None or not joined:
+        return "select * from prompts where day >= first_day and day < end_day"
+    query = _code(load_sql("text/prompts_between"))
+    return query.replace("'$glob'", sql_literal(f"{folder}/day=*/*.parquet")).replace(
+        "'$prefix'", sql_literal(f"{folder}/")
+    )
+
+
+@contextmanager
+def streamed_text(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """For the statements run inside: `prompts_between(first_day, end_day)`, a temporary macro giving the prompts of
+    those days with their text streamed, and DuckDB's join reordering off, so each join is built as written (name
+    the prompts first and the smaller inputs after them). The setting is put back on leaving, so a streaming reader
+    must be drained or closed inside."""
+    con.execute(f"create or replace temp macro prompts_between(first_day, end_day) as table {_between_sql(con)}")
+    [(before,)] = con.sql("select current_setting('disabled_optimizers')").fetchall()
+    names = [n for n in str(before or "").split(",") if n.strip()]
+    wanted = ",".join(dict.fromkeys([*names, *STREAMED_TEXT_OPTIMIZERS]))
+    con.execute(f"set disabled_optimizers = {sql_literal(wanted)}")
+    try:
+        yield
+    finally:
+        con.execute(f"set disabled_optimizers = {sql_literal(str(before or ''))}")
 
 
 def referenced_files(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -1,6 +1,8 @@
 -- The review queue for [$start, $end): one row per citation that fails either gate, with everything a
 -- reviewer needs. Owner: the reason's (registered relation queue_owners), else the surface's (registered relation
--- surface_policies, which lib/policies.py resolves for every surface of the days).
+-- surface_policies, which lib/policies.py resolves for every surface of the days). Run under
+-- text_store.streamed_text: joins are built as written, so the prompts come first in the last one and their text
+-- streams past the failures instead of being held.
 insert into citation_queue
 with cited as (
     select
@@ -56,8 +58,8 @@ select
     case when l.outcome = 'escalate' then l.cause end as escalation_cause,
     l.reviewer as reviewed_by, l.reviewed_at,
     $now::timestamptz as queued_at
-from failing f
-join prompts p on p.request_id = f.request_id and p.day >= $start and p.day < $end
+from prompts_between($start, $end) p
+join failing f on f.request_id = p.request_id
 left join section s on s.citation_id = f.citation_id
 left join retrievals rt on rt.request_id = f.request_id and rt.chunk_id = f.chunk_id and rt.day >= $start and rt.day < $end
 left join queue_owners o on o.reason = f.reason
