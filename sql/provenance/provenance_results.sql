@@ -3,7 +3,9 @@
 -- prompts.prompt_normalized, using the context block and chunk-body offsets stored at ingest.
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
 -- chunk's section the citation is ok. Only the others (a minority) are searched section by section.
--- Run per bucket of requests ($bucket of $buckets) so a day's prompt text never sits in one join.
+-- Run under text_store.streamed_text: joins are built as written, so the prompts come first where their text is read
+-- and it streams past the citations instead of being held (lib/provenance.py). Per bucket of requests ($bucket of
+-- $buckets), each reading the days' text once more.
 -- location_mismatch comes first: a provider-native citation whose cited text is not at the location the API
 -- gave, in the body as logged (or whose location cannot be read), proves the log is not what the provider
 -- read, so no other test can say what reached the model (verdict unverifiable; README "The provenance gate").
@@ -22,8 +24,9 @@ first_hit as (
         p.profile_status,
         coalesce(p.context_start, 0) as context_start,
         coalesce(p.context_end, 0) as context_end
-    from cit c
-    join prompts p on p.request_id = c.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
+    from prompts_between($start, $end) p
+    join cit c on c.request_id = p.request_id
+    where hash(p.request_id) % $buckets = $bucket
 ),
 sections as (
     -- the cited chunk's section(s) in the context block (a re-split chunk can have several)
@@ -65,13 +68,14 @@ slow as (
         any_value(coalesce(strpos(coalesce(
             rt.text_normalized, substr(p.prompt_normalized, rt.prompt_start + 1, rt.prompt_end - rt.prompt_start)
         ), l.span) > 0, false)) as in_chunk_text
-    from located l
-    join prompts p on p.request_id = l.request_id and p.day >= $start and p.day < $end and hash(p.request_id) % $buckets = $bucket
+    from prompts_between($start, $end) p
+    join located l on l.request_id = p.request_id
     left join prompt_sections s
         on s.request_id = l.request_id and s.chunk_id = l.chunk_id and s.day >= $start and s.day < $end
     left join retrievals rt
         on rt.request_id = l.request_id and rt.chunk_id = l.chunk_id and rt.day >= $start and rt.day < $end
     where l.profile_status = 'ok' and l.n_sections > 0 and l.span_len > 0 and not l.fast_ok and l.location_mismatch is null
+      and hash(p.request_id) % $buckets = $bucket
     group by l.citation_id
 ),
 decided as (
