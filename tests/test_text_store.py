@@ -15,7 +15,7 @@ from citegate_assets.lib.forget import forget_in_warehouse
 from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.retention import apply_retention
-from citegate_assets.lib.text_store import EMPTY_FILE, text_dir_of
+from citegate_assets.lib.text_store import EMPTY_FILE, streamed_text, text_dir_of
 from citegate_assets.lib.warehouse import connect, ensure_schema, query
 
 NOW = datetime(2026, 11, 20, 3, 0, tzinfo=timezone.utc)
@@ -123,7 +123,8 @@ def test_retention_deletes_the_dropped_days_files_and_keeps_the_others(tmp_path,
             == kept
         )
         # a text-less row is not a lost file: the sha256 check passes
-        assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 2)}).fetchall() == []
+        with streamed_text(con):
+            assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 2)}).fetchall() == []
     assert not list(folder.glob("day=2026-11-02/*"))
     assert secret not in stored_text(folder)["prompt_raw"].to_list()
 
@@ -181,7 +182,8 @@ def test_a_lost_text_file_fails_the_sha256_check_instead_of_reading_as_dropped_t
         }
     (tmp_path / "w.text" / name).unlink()
     with connect(path, read_only=True) as con:
-        flagged = query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall()
+        with streamed_text(con):
+            flagged = query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall()
     assert {r[0] for r in flagged} == lost and lost
 
 
@@ -213,7 +215,8 @@ def test_a_query_bounded_by_days_opens_only_those_days_text_files(tmp_path, logs
         bounded = "select request_id, prompt_raw from prompts where day >= $start and day < $end order by 1"
         params = {"start": date(2026, 11, 3), "end": date(2026, 11, 4)}
         assert con.execute(bounded, params).fetchall() == expected
-        assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall() == []
+        with streamed_text(con):
+            assert query(con, "ingest/check_prompt_hashes", {"day": date(2026, 11, 3)}).fetchall() == []
         with pytest.raises(duckdb.Error):
             con.sql("select count(prompt_raw) from prompts").fetchall()
 

@@ -9,6 +9,7 @@ from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.terminal import safe
+from citegate_assets.lib.text_store import streamed_text
 from citegate_assets.lib.timestamps import utc_now
 from citegate_assets.lib.warehouse import query, run_script
 
@@ -134,8 +135,9 @@ def prompts_match_their_sha256(
     with warehouse.connect() as con:
         stored_days = dict(query(con, "ingest/prompt_days").fetchall())
         days = days_to_verify(stored_days, run_days(context), utc_now().date())
-        # a day at a time: each query opens only its day's text files
-        found = [query(con, "ingest/check_prompt_hashes", {"day": d}).pl() for d in days]
+        # a day at a time: each query opens only its day's text files, and streams them
+        with streamed_text(con):
+            found = [query(con, "ingest/check_prompt_hashes", {"day": d}).pl() for d in days]
         tampered = pl.concat(found).sort("request_id") if found else pl.DataFrame(schema={"request_id": pl.String})
         [(stored, most)] = query(con, "ingest/prompt_count").fetchall()
     ids = tampered["request_id"].to_list()
