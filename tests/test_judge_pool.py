@@ -129,3 +129,22 @@ def test_a_nightly_run_with_two_workers_stores_the_same_verdicts(tmp_path, dagst
     assert any(not row[-1] for row in numeric)  # a claim number the passage lacks was found
     assert len(verdicts) > 16 and {v for _, _, v, _ in verdicts} <= {"yes", "partial", "no"}
     assert stored[2] == stored[1]
+
+
+def test_the_numeric_check_over_chunks_and_processes_gives_the_rows_in_order(monkeypatch):
+    """numeric_checks runs numeric_piece through lib/processes.py map_rows: a chunk of rows at a time (Python strings
+    for one chunk only), each chunk split across spawned processes. The result is the in-process one, row for row,
+    across chunk boundaries (a chunk of 600 rows here, so three chunks and a short last one)."""
+    import polars as pl
+
+    from citegate_assets.lib import processes
+    from citegate_assets.lib.numbers import numeric_piece
+
+    monkeypatch.setattr(processes, "ROWS_PER_CHUNK", 600)
+    claims = pl.Series([f"It costs ${i} and {i % 7}%." for i in range(1500)])
+    passages = pl.Series([f"The price is ${i if i % 3 else i + 1}; rate {i % 7}%." for i in range(1500)])
+    expected = numeric_piece(list(zip(claims.to_list(), passages.to_list())))
+    assert processes.map_rows(numeric_piece, [claims, passages], 2) == expected
+    assert processes.map_rows(numeric_piece, [claims, passages], 1) == expected
+    assert sum(1 for _, missing in expected if missing) == 500  # the rows whose price the passage lacks
+    assert processes.map_rows(numeric_piece, [claims.head(0), passages.head(0)], 2) == []

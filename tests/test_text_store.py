@@ -320,3 +320,24 @@ def test_prompts_between_on_the_published_copy_or_in_memory_reads_prompts(config
                 "select * from prompts_between(date '2026-11-04', date '2026-11-05') order by request_id"
             ).fetchall()
         assert got == expected and len(got) > 0
+
+
+def test_a_statement_failing_under_streamed_text_raises_its_own_error_and_the_setting_comes_back(
+    tmp_path, logs, config
+):
+    """A failure inside (here a constraint violation, which aborts the caller's transaction) is the error raised, not
+    the setting's restore that the aborted transaction refuses; once rolled back, the connection plans as before."""
+    from citegate_assets.lib.text_store import streamed_text
+    from citegate_assets.lib.warehouse import transaction
+
+    path = ingested(tmp_path / "w.duckdb", logs, config)
+    with connect(path) as con:
+        [(before,)] = con.sql("select current_setting('disabled_optimizers')").fetchall()
+        with pytest.raises(duckdb.ConstraintException):
+            with transaction(con), streamed_text(con):
+                con.execute("insert into schema_version values (null, now())")  # version is not null
+        assert con.sql("select current_setting('disabled_optimizers')").fetchall() == [(before,)]
+        with streamed_text(con):  # the macro went with the rolled-back transaction; entered again, it is back
+            n = con.sql("select count(*) from prompts_between(date '2026-11-02', date '2026-11-05')").fetchall()
+        assert n == con.sql("select count(*) from prompts").fetchall()
+        assert con.sql("select current_setting('disabled_optimizers')").fetchall() == [(before,)]

@@ -79,7 +79,8 @@ def ingest_prompt_log(
         counts = dict(query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall())
         reject_reasons = query(con, "ingest/reject_reasons", {"start": start, "end": end}).pl()
         unbalanced = query(con, "ingest/unbalanced_files").pl()
-        preview = query(con, "ingest/prompts_preview", {"start": start, "end": end}).pl()
+        with streamed_text(con):
+            preview = query(con, "ingest/prompts_preview", {"start": start, "end": end}).pl()
     outside = sorted(d.isoformat() for d in summary.days if not start <= d < end)
     run_facts = {
         "files_read_this_run": summary.files_read,

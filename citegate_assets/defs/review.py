@@ -10,6 +10,7 @@ from citegate_assets.lib.best_evidence import decide_cause, top_candidates
 from citegate_assets.lib.numbers import numeric_piece
 from citegate_assets.lib.passages import other_passages
 from citegate_assets.lib.policies import registered_policies
+from citegate_assets.lib.processes import map_rows
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
 from citegate_assets.lib.support import judge_items
@@ -67,7 +68,7 @@ def best_evidence(
         .with_columns(
             # numeric_piece reads each passage once per process (a chunk is a candidate for many claims)
             numeric_ok=pl.Series(
-                [not missing for _, missing in numeric_piece(list(zip(best["claim"], best["passage"])))],
+                [not missing for _, missing in map_rows(numeric_piece, [best["claim"], best["passage"]], 1)],
                 dtype=pl.Boolean,
             )
         )

@@ -13,7 +13,7 @@ from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
 from citegate_assets.lib.numbers import numeric_piece
 from citegate_assets.lib.passages import cited_passages
-from citegate_assets.lib.processes import map_pieces, worker_count
+from citegate_assets.lib.processes import map_rows, worker_count
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.sampling import select_sample
 from citegate_assets.lib.support import judge_items, judge_items_batch
@@ -56,10 +56,9 @@ def numeric_checks(
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         rows = cited_passages(con, start, end)
-    pairs = list(zip(rows["claim"].to_list(), rows["passage"].to_list()))
     # pure Python per pair: split across the support gate's processes ([judge] workers) when the day is large
-    checked = map_pieces(numeric_piece, pairs, worker_count(citegate_config.config().judge.workers))
-    checked = numeric_piece(pairs) if checked is None else checked
+    workers = worker_count(citegate_config.config().judge.workers)
+    checked = map_rows(numeric_piece, [rows["claim"], rows["passage"]], workers)
     found, missing = [f for f, _ in checked], [m for _, m in checked]
     checks = (
         rows.select("citation_id", "request_id", "day", "surface")

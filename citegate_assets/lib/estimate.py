@@ -49,6 +49,7 @@ from .judge.prompt import TEMPLATE_VERSION, render_prompt
 from .numbers import numeric_piece
 from .passages import cited_passages, other_passages
 from .policies import registered_policies
+from .processes import map_rows
 from .reporting import text_table
 from .sampling import SALT
 from .terminal import safe
@@ -203,7 +204,7 @@ def evidence_pairs(
     present = passages.filter(pl.col("passage").is_not_null() & pl.col("claim").is_not_null())
     assessed = [s for s in present["surface"].unique().to_list() if config.surface(s).stakes != "off"]
     present = present.filter(pl.col("surface").is_in(assessed))
-    missing = [m for _, m in numeric_piece(list(zip(present["claim"].to_list(), present["passage"].to_list())))]
+    missing = [m for _, m in map_rows(numeric_piece, [present["claim"], present["passage"]], 1)]
     selected = pairs.filter("selected")["citation_id"]
     failing = present.filter(
         pl.col("citation_id").is_in(selected.implode()) | pl.Series([bool(m) for m in missing], dtype=pl.Boolean)

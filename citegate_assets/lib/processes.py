@@ -15,6 +15,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+import polars as pl
+
 AUTO_MAX = 4  # `workers = 0` (auto): the cores, at most this many
 MIN_ITEMS = 512  # below this a call is quicker in process than the pickling round trip
 PIECE = 256  # items per task at most: small enough to keep every worker busy to the end, large enough to amortize
@@ -69,3 +71,19 @@ def map_pieces(
     except BrokenProcessPool:
         _pools.pop(workers, None)
         return None
+
+
+ROWS_PER_CHUNK = 16_384  # rows made Python objects at a time: 40 MB of passages at 2.5 KB each
+
+
+def map_rows(work: Callable[[Sequence[Any]], list[Any]], columns: Sequence[pl.Series], workers: int) -> list[Any]:
+    """work over the rows of columns (Series of equal length) as tuples, in order: map_pieces a chunk of
+    ROWS_PER_CHUNK rows at a time, in this process where map_pieces declines. Only one chunk's rows exist as Python
+    objects at once (a day's passages as Python strings cost twice their text)."""
+    total = len(columns[0]) if columns else 0
+    out: list[Any] = []
+    for offset in range(0, total, ROWS_PER_CHUNK):
+        rows = list(zip(*(column.slice(offset, ROWS_PER_CHUNK).to_list() for column in columns)))
+        done = map_pieces(work, rows, workers)
+        out.extend(work(rows) if done is None else done)
+    return out

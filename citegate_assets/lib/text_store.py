@@ -113,10 +113,20 @@ def streamed_text(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     names = [n for n in str(before or "").split(",") if n.strip()]
     wanted = ",".join(dict.fromkeys([*names, *STREAMED_TEXT_OPTIMIZERS]))
     con.execute(f"set disabled_optimizers = {sql_literal(wanted)}")
+    restore = f"set disabled_optimizers = {sql_literal(str(before or ''))}"
     try:
         yield
-    finally:
-        con.execute(f"set disabled_optimizers = {sql_literal(str(before or ''))}")
+    except BaseException:
+        try:
+            con.execute(restore)
+        except duckdb.Error:  # an aborted transaction takes nothing but a rollback, which is all it can come to
+            try:
+                con.execute("rollback")  # warehouse.transaction's own rollback then finds none, and lets that pass
+                con.execute(restore)
+            except duckdb.Error:
+                pass
+        raise
+    con.execute(restore)
 
 
 def referenced_files(con: duckdb.DuckDBPyConnection) -> set[str]:
