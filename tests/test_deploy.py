@@ -21,6 +21,7 @@ from dagster._core.instance.config import dagster_instance_config
 from dagster_k8s import K8sRunLauncher
 
 from citegate_assets.lib.settings import ENV
+from citegate_assets.lib.warehouse import MEMORY_LIMIT_ENV, connection_settings
 
 from .pg_server import postgres_server
 
@@ -125,12 +126,16 @@ def test_the_image_installs_the_extras_the_instance_needs():
         assert block and package in block.group(1), extra
 
 
-def test_values_and_instance_agree_on_paths_and_one_writer(values, instance_yaml):
+def test_values_and_instance_agree_on_paths_and_one_writer(values, instance_yaml, monkeypatch):
     [deployment] = values["dagster-user-deployments"]["deployments"]
     env = {item["name"]: item["value"] for item in deployment["env"]}
-    assert set(env) <= set(ENV.values())  # only variables citegate reads (lib/settings.py)
+    # only variables citegate reads: the paths of lib/settings.py, and DuckDB's memory limit (lib/warehouse.py)
+    assert set(env) <= {*ENV.values(), MEMORY_LIMIT_ENV}
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, env[MEMORY_LIMIT_ENV])
+    assert connection_settings()["memory_limit"] == env[MEMORY_LIMIT_ENV]  # a size DuckDB reads
     mounts = [m["mountPath"] for m in deployment["volumeMounts"]]
-    assert all(any(value.startswith(mount + "/") for mount in mounts) for value in env.values())
+    paths = {name: value for name, value in env.items() if name in ENV.values()}
+    assert all(any(value.startswith(mount + "/") for mount in mounts) for value in paths.values())
     launcher = instance_yaml["run_launcher"]["config"]
     assert dict(item.split("=", 1) for item in launcher["env_vars"]) == env
     assert launcher["volume_mounts"] == [

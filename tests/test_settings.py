@@ -336,3 +336,24 @@ def test_demo_and_calibrate_honour_citegate_warehouse(tmp_path, clean_env, monke
     assert " - DEBUG - " not in err and " - INFO - " not in err  # Dagster's console logger: warnings and errors only
     with connect(published, read_only=True) as con:
         assert con.sql("select count(*) from hand_labels").fetchall() == [(40,)]
+
+
+def test_duckdb_memory_limit_is_sized_from_the_environment(tmp_path, monkeypatch):
+    """CITEGATE_DUCKDB_MEMORY_LIMIT sizes DuckDB for a pod's memory (deploy/values.yaml); unset, 4 GB; a value DuckDB
+    cannot read is refused, naming the variable, before any warehouse is opened."""
+    import pytest
+
+    from citegate_assets.lib.warehouse import MEMORY_LIMIT_ENV, connect
+
+    def limit() -> str:
+        with connect(tmp_path / "w.duckdb") as con:
+            return con.sql("select current_setting('memory_limit')").fetchall()[0][0]
+
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    assert limit() == "3.7 GiB"  # 4 GB
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "1500MiB")
+    assert limit() == "1.4 GiB"
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "plenty")
+    with pytest.raises(ValueError, match=f"{MEMORY_LIMIT_ENV}='plenty'"):
+        limit()
+    assert not (tmp_path / "w.duckdb.wal").exists()

@@ -13,8 +13,29 @@ import duckdb
 from .settings import sql_dir
 
 SQL_DIR = sql_dir()  # package data: the project's sql/ in a checkout, a copy inside a wheel
-# Bounded memory for a nightly run on a laptop; DuckDB spills beyond it.
+# Bounded memory for a nightly run on a laptop; DuckDB spills beyond it. MEMORY_LIMIT_ENV sizes it for a pod.
 DEFAULT_SETTINGS: dict[str, str | bool] = {"memory_limit": "4GB", "preserve_insertion_order": False}
+MEMORY_LIMIT_ENV = "CITEGATE_DUCKDB_MEMORY_LIMIT"
+
+
+def connection_settings() -> dict[str, str | bool]:
+    """DEFAULT_SETTINGS, with memory_limit from CITEGATE_DUCKDB_MEMORY_LIMIT when set (e.g. "2GB", "1500MiB")."""
+    settings = dict(DEFAULT_SETTINGS)
+    limit = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if limit:
+        settings["memory_limit"] = _checked_limit(limit)
+    return settings
+
+
+@cache
+def _checked_limit(limit: str) -> str:
+    try:
+        duckdb.connect(":memory:", config={"memory_limit": limit}).close()
+    except duckdb.Error as exc:
+        raise ValueError(
+            f"{MEMORY_LIMIT_ENV}={limit!r}: not a memory size DuckDB reads (e.g. 2GB, 1500MiB): {exc}"
+        ) from None
+    return limit
 
 
 class WarehouseLockedError(RuntimeError):
@@ -36,7 +57,7 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         created = not Path(path).exists()
     try:
-        con = duckdb.connect(path, read_only=read_only, config=dict(DEFAULT_SETTINGS))
+        con = duckdb.connect(path, read_only=read_only, config=dict(connection_settings()))
         if created:
             os.chmod(path, 0o600)  # prompts hold user data: the owner only
     except duckdb.IOException as exc:
