@@ -178,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import workers  # issue 16: --workers 2 versus 1 on four days
 
     print(workers.render(workers.measure(work / "workers", *((200, 1) if a.quick else (2500, 2)))))
+    from benchmarks import cores  # the ceiling of that ratio on this machine
+
+    print("  " + cores.render(cores.measure()))
     (work / "results.json").write_text(json.dumps({"results": results, "growth": growth}, indent=2, default=str))
     return 0
 

@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks import cores
+
 ROOT = Path(__file__).resolve().parents[1]
 START = "2026-11-02"
 DAYS = 4
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         a.requests, a.repeats = 200, 1
     m = measure(a.work, a.requests, a.repeats)
     print(render(m))
+    print("  " + cores.render(cores.measure()))  # the ceiling: what two processes buy on this machine
     (a.work / "results.json").write_text(json.dumps(m, indent=2))
     return 0
 
