@@ -246,15 +246,20 @@ def _evidence_row(
     gate = judged.select("passage_sha256", "claim_sha256")
     extra = evidence.join(gate, on=["passage_sha256", "claim_sha256"], how="anti")
     _, fresh = _uncached(con, extra, model)
+    return _calls_row(config, model, EVIDENCE_MODE, offline, evidence.height, fresh)
+
+
+def _calls_row(config: Config, model: str, mode: str, offline: bool, pairs: int, fresh: pl.DataFrame) -> dict:
+    """One row of the per-model table: `pairs` distinct pairs, `fresh` those not cached (with prompt_tokens)."""
     calls = fresh.height
     prompt = int(fresh["prompt_tokens"].sum()) if calls else 0
     completion = calls * int(config.judge.max_tokens)
     cost = _cost(config, model, offline, prompt, completion)
     return {
         "judge_model": model,
-        "mode": EVIDENCE_MODE,
-        "pairs": evidence.height,
-        "cached": evidence.height - calls,
+        "mode": mode,
+        "pairs": pairs,
+        "cached": pairs - calls,
         "calls": calls,
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -272,20 +277,9 @@ def _secondary_row(
     in_sample = pl.Series([agreement_key(c) < rate for c in chosen["citation_id"]], dtype=pl.Boolean)
     sampled = chosen.filter(in_sample).unique(["passage_sha256", "claim_sha256"], keep="first", maintain_order=True)
     _, fresh = _uncached(con, sampled, model)
-    calls = fresh.height
-    prompt = sum(prompt_tokens(p, c) for p, c in zip(fresh["passage_chars"], fresh["claim_chars"]))
-    completion = calls * int(judge.max_tokens)
-    cost = _cost(config, model, offline, prompt, completion)
-    return {
-        "judge_model": model,
-        "mode": "secondary",
-        "pairs": sampled.height,
-        "cached": sampled.height - calls,
-        "calls": calls,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cost_usd": None if cost is None else round(cost, 4),
-    }
+    tokens = [prompt_tokens(p, c) for p, c in zip(fresh["passage_chars"], fresh["claim_chars"])]
+    fresh = fresh.with_columns(prompt_tokens=pl.Series(tokens, dtype=pl.Int64))
+    return _calls_row(config, model, "secondary", offline, sampled.height, fresh)
 
 
 def _uncached(con: duckdb.DuckDBPyConnection, pairs: pl.DataFrame, model: str) -> tuple[set[str], pl.DataFrame]:
