@@ -143,20 +143,33 @@ def test_the_judge_of_the_last_run_is_fully_cached(published, monkeypatch, capsy
     assert _row(out, "judge-x", "online")[3] == "0"  # another priced model: nothing cached for it
 
 
-def test_a_run_makes_the_estimated_number_of_calls(published, monkeypatch, capsys, tmp_path):
-    """The estimate for judge-x, then a real run with judge-x: its support calls are the estimated calls."""
+def _copy(published, tmp_path):
+    """A copy of the module's warehouse, its published copy and landing, for a test that runs again."""
     import shutil
 
     root = tmp_path / "copy"
     shutil.copytree(published, root)
+    return root
+
+
+def _judge_x_at(server: ScriptedJudgeServer, root, monkeypatch) -> None:
+    """The run and the estimate use judge-x at the test's server, the copy's Dagster instance."""
+    monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-x")
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+
+
+def _run(root):
+    return run_range(PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml")
+
+
+def test_a_run_makes_the_estimated_number_of_calls(published, monkeypatch, capsys, tmp_path):
+    """The estimate for judge-x, then a real run with judge-x: its support calls are the estimated calls."""
+    root = _copy(published, tmp_path)
     with ScriptedJudgeServer(lambda r, i: Reply("yes")) as server:
-        monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
-        monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-x")
-        monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+        _judge_x_at(server, root, monkeypatch)
         calls = int(_row(_estimate(root, monkeypatch, capsys), "judge-x", "online *")[4].replace(",", ""))
-        assert run_range(
-            PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml"
-        ).success
+        assert _run(root).success
         after = _row(_estimate(root, monkeypatch, capsys), "judge-x", "online *")
     with connect(root / "w.duckdb", read_only=True) as con:
         [(fresh,)] = con.sql("select count(*) from support_verdicts where not cache_hit").fetchall()
@@ -169,23 +182,16 @@ def test_best_evidence_makes_at_most_the_estimated_calls_and_exactly_them_when_e
 ):
     """best_evidence judges other passages of each support failure: the estimate's `best_evidence (max)` row counts
     them as if every judged citation failed. A real run whose judge answers `no` to everything (every judged
-    citation fails) makes exactly that many calls beyond the support gate's, each to a pair the estimate named."""
-    import shutil
-
-    root = tmp_path / "copy"
-    shutil.copytree(published, root)
+    citation fails) makes exactly that many calls beyond the support gate's."""
+    root = _copy(published, tmp_path)
     with ScriptedJudgeServer(lambda r, i: Reply("no")) as server:
-        monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
-        monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-x")
-        monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
+        _judge_x_at(server, root, monkeypatch)
         out = _estimate(root, monkeypatch, capsys)
         support_calls = int(_row(out, "judge-x", "online *")[4].replace(",", ""))
         evidence = _row(out, "judge-x", "best_evidence (max)")
         evidence_calls = int(evidence[4].replace(",", ""))
         assert server.requests == []  # the estimate called nothing
-        assert run_range(
-            PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml"
-        ).success
+        assert _run(root).success
         received = len(server.requests)
         after = _row(_estimate(root, monkeypatch, capsys), "judge-x", "best_evidence (max)")
     with connect(root / "w.duckdb", read_only=True) as con:

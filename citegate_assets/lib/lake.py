@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -236,8 +237,9 @@ def _write_part(
     ids = ", ".join(f"{sql_literal(name)}: {i}" for i, (name, _) in _field_ids(columns, spec.column))
     try:
         # the prompts' text is streamed from its files, not held (text_store.py streamed_text)
-        rows_of = "prompts_between($part, $part + 1)" if spec.name == "prompts" else spec.name
-        with streamed_text(con):
+        prompts = spec.name == "prompts"
+        rows_of = "prompts_between($part, $part + 1)" if prompts else spec.name
+        with streamed_text(con) if prompts else nullcontext():
             [(copied,)] = con.execute(
                 f"copy (select * exclude ({spec.column}) from {rows_of} where {spec.column} = $part) "
                 f"to {sql_literal(tmp)} (format parquet, compression zstd, field_ids {{{ids}}}, "

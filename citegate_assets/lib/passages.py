@@ -53,7 +53,7 @@ def cited_passages(
         con.unregister("cited_requests")
     if not parts:
         return pl.DataFrame(schema=PASSAGE_SCHEMA)
-    return pl.concat(parts).sort("citation_id").select(list(PASSAGE_SCHEMA)).cast(PASSAGE_SCHEMA)
+    return pl.concat(parts).sort("citation_id").cast(PASSAGE_SCHEMA)
 
 
 def _cut(bounds: pl.DataFrame, prompts: pl.DataFrame) -> pl.DataFrame:
