@@ -185,6 +185,32 @@ def test_small_runs_parse_in_process(tmp_path, monkeypatch):
         assert con.sql("select count(*) from prompts").fetchall() == [(30,)]
 
 
+def test_a_file_larger_than_the_threshold_is_parsed_in_workers_from_its_first_batch(tmp_path, monkeypatch):
+    """The workers start as soon as a file with more than SPAWN_AFTER_BYTES to read is opened, not after that much
+    has been parsed in the ingest process; a file of at most that size starts none."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.jsonl").write_text("\n".join(_line(_record(f"r{i}")) for i in range(40)) + "\n")
+    size = (landing / "a.jsonl").stat().st_size
+    went: list[bool] = []
+    submit = ParsePool.submit
+
+    def recording(self, *args, **kwargs):
+        parsed = submit(self, *args, **kwargs)
+        went.append(parsed.in_worker)
+        return parsed
+
+    monkeypatch.setattr(ParsePool, "submit", recording)
+    monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", size)  # the whole file: never more than it
+    assert _ingest(tmp_path / "small.duckdb", landing, workers=2, batch_lines=10) == 0
+    assert len(went) >= 4 and not any(went)
+    went.clear()
+    monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", size - 1)
+    assert _ingest(tmp_path / "large.duckdb", landing, workers=2, batch_lines=10) == 2
+    assert len(went) >= 4 and all(went)  # the first batch too
+    assert _rows(tmp_path / "small.duckdb") == _rows(tmp_path / "large.duckdb")
+
+
 def test_the_nfc_suspect_table_is_this_pythons():
     """normalize.py skips NFC on rows without any code point NFC may change; its stored table must be complete."""
     import unicodedata

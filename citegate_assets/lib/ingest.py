@@ -760,6 +760,7 @@ class _Run:
         """Read the file's new complete lines into batches; PrefixChanged leaves nothing behind."""
         fh.seek(0)
         compressed = f.entry.compressed
+        self.parser.expect(f.size - (verify[0] if verify else 0))  # a compressed file: its size on disk, a lower bound
         lines = read_lines(
             open_stream(fh, compressed),
             f.state,

@@ -7,8 +7,9 @@ decodable copy in its batch, and returns every decodable record's claim (request
 ingest process to accept or refuse in order; the frames of the refused ones are filtered out there. The results are
 the same rows whatever the number of workers.
 
-Workers are spawned (never forked: polars and DuckDB hold threads), and only once a run has more than
-SPAWN_AFTER_BYTES to read, so small runs (and the tests) never pay their start-up.
+Workers are spawned (never forked: polars and DuckDB hold threads), and only once a run has read more than
+SPAWN_AFTER_BYTES or opens a file with more than that still to read, so small runs (and the tests) never pay their
+start-up.
 """
 
 from __future__ import annotations
@@ -219,8 +220,8 @@ class Parsed:
 
 
 class ParsePool:
-    """Batches parsed in `workers` spawned processes once the run has read SPAWN_AFTER_BYTES; in-process before
-    that, with workers = 1, or after the pool broke."""
+    """Batches parsed in `workers` spawned processes once the run has read SPAWN_AFTER_BYTES or expects a file
+    that large (expect); in-process before that, with workers = 1, or after the pool broke."""
 
     def __init__(self, config: Config, workers: int, text_folder: Path | None = None):
         self.config = config
@@ -236,13 +237,23 @@ class ParsePool:
         """How many batches may be in flight before the ingest process waits for the oldest."""
         return self.workers if self._pool is not None else 0
 
-    def submit(self, lines: list[BatchLine], now: datetime, nbytes: int, store_once: bool) -> Parsed:
-        self._bytes += nbytes
-        if self._pool is None and not self._broken and self.workers > 1 and self._bytes > SPAWN_AFTER_BYTES:
+    def expect(self, nbytes: int) -> None:
+        """A file with nbytes still to read is about to be batched: more than SPAWN_AFTER_BYTES starts the workers
+        now, so they import while its first batches are read rather than after a serial first stretch."""
+        if nbytes > SPAWN_AFTER_BYTES:
+            self._start()
+
+    def _start(self) -> None:
+        if self._pool is None and not self._broken and self.workers > 1:
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent
             )
             self.spawned = True
+
+    def submit(self, lines: list[BatchLine], now: datetime, nbytes: int, store_once: bool) -> Parsed:
+        self._bytes += nbytes
+        if self._bytes > SPAWN_AFTER_BYTES:
+            self._start()
         if self._pool is not None:
             try:
                 with _main_script_hidden():  # a worker is spawned, if at all, inside submit
