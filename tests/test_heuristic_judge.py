@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.lib.judge.base import JudgeRequest, JudgeResult
-from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge, _passage, heuristic_verdict
+from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge, heuristic_verdict, read_passage
 from citegate_assets.lib.normalize import normalize_text
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -306,7 +306,7 @@ def test_judge_never_raises_for_one_bad_pair():
 def test_deterministic():
     rows = load(DEMO_LABELS)
     first = [heuristic_verdict(r["passage"], r["claim"]) for r in rows]
-    _passage.cache_clear()
+    read_passage.cache_clear()
     second = [heuristic_verdict(r["passage"], r["claim"]) for r in reversed(rows)][::-1]
     third = [
         r.verdict
@@ -320,7 +320,7 @@ def test_deterministic():
 
 def test_fast():
     rows = load(DEMO_LABELS)
-    _passage.cache_clear()
+    read_passage.cache_clear()
     started = time.perf_counter()
     for r in rows * 5:
         heuristic_verdict(r["passage"], r["claim"])

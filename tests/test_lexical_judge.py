@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from citegate_assets.lib.config import JudgeConfig
 from citegate_assets.lib.judge.base import JudgeRequest, JudgeResult
@@ -329,3 +331,65 @@ def test_wice_dev_labels():
     assert r["false_pass"] <= WICE_MAX_FALSE_PASS, r
     assert r["false_pass_no"] <= WICE_MAX_FALSE_PASS_NO, r
     assert r["recall"] >= WICE_MIN_RECALL, r
+
+
+def _all_caches_cleared() -> None:
+    from citegate_assets.lib.judge import heuristic, lexical
+
+    for cached in (
+        heuristic.read_passage,
+        heuristic.claim_parts,
+        heuristic._anchored_seq,
+        lexical._passage_side,
+        lexical._claim_side,
+        lexical._passage_grams,
+    ):
+        cached.cache_clear()
+
+
+def test_the_features_are_the_same_whatever_was_read_before():
+    """Passages and claims are read once and kept (best evidence judges a claim against several passages, and a
+    passage against many claims): cold caches, warm caches and another order give the same features and vetoes,
+    so nothing cached is changed by a later pair."""
+    rows = load(DEMO_LABELS) + load(WICE_LABELS)[:300]
+    pairs = [(r["passage"], r["claim"]) for r in rows]
+    # each claim against several passages, as best evidence ranks them
+    pairs += [(rows[(i * 7 + k) % len(rows)]["passage"], rows[i]["claim"]) for i in range(0, 200) for k in range(3)]
+    _all_caches_cleared()
+    cold = [pair_facts(p, c) for p, c in pairs]
+    warm = [pair_facts(p, c) for p, c in pairs]
+    _all_caches_cleared()
+    backwards = [pair_facts(p, c) for p, c in reversed(pairs)][::-1]
+    assert cold == warm == backwards
+    assert len({f.features for f in cold}) > len(pairs) // 2  # the pairs differ
+
+
+def _longest_run_by_scan(claim_seq: list[str], seqs: list[list[str]]) -> int:
+    """The longest run as first written: every sentence position compared with every claim word."""
+    best = 0
+    for seq in seqs:
+        prev: dict[int, int] = {}
+        for w in claim_seq:
+            cur: dict[int, int] = {}
+            for j, v in enumerate(seq):
+                if v == w:
+                    cur[j] = prev.get(j - 1, 0) + 1
+                    best = max(best, cur[j])
+            prev = cur
+    return best
+
+
+@given(
+    st.lists(st.sampled_from("abcde"), max_size=8),
+    st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), max_size=4),
+)
+def test_the_longest_run_read_from_word_positions_equals_the_scan(claim_seq, seqs):
+    from citegate_assets.lib.judge.lexical import _longest_run
+
+    positions = []
+    for seq in seqs:
+        where: dict[str, list[int]] = {}
+        for j, w in enumerate(seq):
+            where.setdefault(w, []).append(j)
+        positions.append(where)
+    assert _longest_run(claim_seq, tuple(positions)) == _longest_run_by_scan(claim_seq, seqs)

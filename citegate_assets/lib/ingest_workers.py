@@ -14,7 +14,6 @@ start-up.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import sys
@@ -41,6 +40,7 @@ from .batch import (
 )
 from .config import Config
 from .lines import Line
+from .processes import collector_paused
 from .records import BOM, Record, Reject, parse_raw_line
 from .text_files import write_text_files
 
@@ -111,25 +111,11 @@ def parse_batch(
     store_once: retrieved texts stored as schema 9 does (False: as schema 8, the tests' reference).
     text_folder: the prompt text is written there (lib/text_files.py) and batch_prompts names its files, so the
     text does not travel back to the ingest process; None: it stays in the frame (an in-memory warehouse)."""
-    with _collector_paused():
+    with collector_paused():  # a batch's ~100k JSON objects and rows die without cycles
         parsed = _parse_batch(lines, config, now, store_once)
     if text_folder is not None:
         parsed.relations["batch_prompts"] = write_text_files(text_folder, parsed.relations["batch_prompts"])
     return parsed
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """A batch allocates ~100k short-lived containers (JSON objects, rows) that die without cycles: the cyclic
-    collector's passes over them cost ~5 % of the parse and free nothing. Whatever cycle a batch leaves is collected
-    once the collector runs again."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_once: bool) -> ParsedBatch:

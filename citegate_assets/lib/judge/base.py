@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from ..processes import map_pieces
+from ..processes import collector_paused, map_pieces
 
 VERDICTS = ("yes", "partial", "no")
 FAILURES = ("unparseable", "error")  # never a pass; `error` is never cached
@@ -48,13 +48,14 @@ def verdict_piece(
 ) -> list[tuple[str, str | None, float]]:
     """(verdict, error text or None, latency ms) per pair; a pair that raises is an error, the others are judged."""
     out: list[tuple[str, str | None, float]] = []
-    for passage, claim in pairs:
-        started = time.perf_counter()
-        try:
-            verdict, error = verdict_of(passage, claim), None
-        except Exception as exc:  # a judge never raises for one bad pair
-            verdict, error = "error", f"{type(exc).__name__}: {exc}"
-        out.append((verdict, error, (time.perf_counter() - started) * 1000.0))
+    with collector_paused():
+        for passage, claim in pairs:
+            started = time.perf_counter()
+            try:
+                verdict, error = verdict_of(passage, claim), None
+            except Exception as exc:  # a judge never raises for one bad pair
+                verdict, error = "error", f"{type(exc).__name__}: {exc}"
+            out.append((verdict, error, (time.perf_counter() - started) * 1000.0))
     return out
 
 
@@ -73,10 +74,11 @@ def judge_in_process(
     scored = map_pieces(partial(verdict_piece, verdict_of), pairs, workers, report)
     if scored is None:
         scored = []
-        for pair in pairs:
-            scored.extend(verdict_piece(verdict_of, [pair]))
-            if report is not None:
-                report(len(scored))
+        with collector_paused():
+            for pair in pairs:
+                scored.extend(verdict_piece(verdict_of, [pair]))
+                if report is not None:
+                    report(len(scored))
     return [
         JudgeResult(key=req.key, verdict=verdict, raw_answer=error or verdict, latency_ms=latency_ms)
         for req, (verdict, error, latency_ms) in zip(requests, scored, strict=True)

@@ -284,7 +284,17 @@ def _sentences(text: str) -> list[str]:
 class Passage:
     """A passage split once into sentences, with each sentence's words and content words."""
 
-    __slots__ = ("sentences", "words", "seqs", "content", "all_content", "negated", "quantities", "all_quantities")
+    __slots__ = (
+        "sentences",
+        "words",
+        "seqs",
+        "content",
+        "all_content",
+        "negated",
+        "quantities",
+        "all_quantities",
+        "quantity_keys",
+    )
 
     def __init__(self, text: str):
         self.sentences = _sentences(text)
@@ -295,10 +305,13 @@ class Passage:
         self.negated = [any(w in NEGATIONS for w in ws) for ws in self.words]
         self.quantities = [extract_quantities(s) for s in self.sentences]
         self.all_quantities = extract_quantities(text)
+        # per sentence, what _present looks up: its quantities' values, and their (value, unit) pairs
+        self.quantity_keys = [({h.value for h in qs}, {(h.value, h.unit) for h in qs}) for qs in self.quantities]
 
 
 @lru_cache(maxsize=4096)
-def _passage(text: str) -> Passage:
+def read_passage(text: str) -> Passage:
+    """A passage read once: both offline judges read each of its sentences this way (cached)."""
     return Passage(text)
 
 
@@ -310,8 +323,8 @@ def _window(p: Passage, claim: set[str], quantities: list[Quantity]) -> tuple[in
     n = len(p.sentences)
     best_key, main = None, 0
     for i in range(n):
-        have = p.quantities[i]
-        nums = sum(1 for q in quantities if _present(q, have))
+        values, pairs = p.quantity_keys[i]  # _present(q, p.quantities[i]), as set look-ups
+        nums = sum(1 for q in quantities if (q.value in values if q.unit is None else (q.value, q.unit) in pairs))
         key = (len(claim & p.content[i]) + nums, nums, -i)
         if best_key is None or key > best_key:
             best_key, main = key, i
@@ -358,7 +371,8 @@ def _dropped_scope(main_text: str, claim_content: set[str]) -> bool:
     return False
 
 
-def _anchored_seq(text: str) -> list[str | Quantity]:
+@lru_cache(maxsize=8192)
+def _anchored_seq(text: str) -> tuple[str | Quantity, ...]:
     """Content words in order with each quantity in its place: "Partners earn 20% on renewals" ->
     ['partner', 'earn', Quantity(20, %), 'renewal']."""
     out: list[str | Quantity] = []
@@ -379,10 +393,10 @@ def _anchored_seq(text: str) -> list[str | Quantity]:
         out.extend(qs)
         pos = stop
     out.extend(_content(_words(text[pos:])))
-    return out
+    return tuple(out)
 
 
-def _neighbours(seq: list[str | Quantity], i: int, reach: int) -> set[str]:
+def _neighbours(seq: tuple[str | Quantity, ...], i: int, reach: int) -> set[str]:
     found: set[str] = set()
     for step in (-1, 1):
         j, taken = i + step, 0
@@ -472,10 +486,13 @@ def _comparator_before(text: str, start: int) -> str | None:
     return _COMPARATOR_CLASS[m.group(1)] if m else None
 
 
-def _bound_changed(claim: str, window_text: str) -> bool:
-    """A claim quantity the window bounds differently: "up to 12%" cited for "12%", "over 500" for "500"."""
-    window_q = [(q, window_text.find(q.text)) for q in extract_quantities(window_text)]
-    for q in extract_quantities(claim):
+def _bound_changed(
+    claim: str, window_text: str, claim_quantities: list[Quantity], window_quantities: list[Quantity]
+) -> bool:
+    """A claim quantity the window bounds differently: "up to 12%" cited for "12%", "over 500" for "500".
+    The quantities are extract_quantities of each text, read once by the callers."""
+    window_q = [(q, window_text.find(q.text)) for q in window_quantities]
+    for q in claim_quantities:
         claim_cmp = _comparator_before(claim, claim.find(q.text))
         for w, pos in window_q:
             if w.value == q.value and (q.unit is None or w.unit == q.unit):
@@ -502,7 +519,9 @@ class ClaimParts:
     quantities: list[Quantity]
 
 
+@lru_cache(maxsize=4096)
 def claim_parts(claim: str) -> ClaimParts:
+    """A claim is judged against several passages (best evidence's candidates): read once, never changed after."""
     text = _LEAD_IN.sub("", claim, count=1)
     words = _words(text)
     seq = _content(words)
@@ -520,7 +539,7 @@ class PairSignals:
     failed one), then keeps its answer; `verdict` is the heuristic's answer from these signals."""
 
     def __init__(self, passage: str, claim: str):
-        self.passage = p = _passage(passage)
+        self.passage = p = read_passage(passage)
         self.claim = parts = claim_parts(claim)
         content = set(parts.content)
         self.missing_quantities = [q for q in parts.quantities if not _present(q, p.all_quantities)]
@@ -593,7 +612,9 @@ class PairSignals:
 
     @cached_property
     def bound_changed(self) -> bool:
-        return _bound_changed(self.claim.text, self.main_text)
+        return _bound_changed(
+            self.claim.text, self.main_text, self.claim.quantities, self.passage.quantities[self.main]
+        )
 
     @cached_property
     def modal_mismatch(self) -> bool:

@@ -49,7 +49,7 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
-from .heuristic import content_words, pair_signals
+from .heuristic import claim_parts, content_words, pair_signals, read_passage
 
 LEXICAL_MODEL = "citegate-lexical-v3"
 WEIGHTS_FILE = "lexical_weights.json"  # beside this module; written by scripts/train_judge.py
@@ -122,19 +122,66 @@ def _bigrams(seq: list[str]) -> set[tuple[str, str]]:
     return out
 
 
-def _longest_run(claim_seq: list[str], seqs: list[list[str]]) -> int:
-    """The longest run of consecutive claim content words found consecutively in one sentence."""
+def _longest_run(claim_seq: list[str], positions: tuple[dict[str, list[int]], ...]) -> int:
+    """The longest run of consecutive claim content words found consecutively in one sentence; positions: each
+    sentence's content words -> where they stand in it (_PassageSide)."""
     best = 0
-    for seq in seqs:
+    for where in positions:
         prev: dict[int, int] = {}
         for w in claim_seq:
             cur: dict[int, int] = {}
-            for j, v in enumerate(seq):
-                if v == w:
-                    cur[j] = prev.get(j - 1, 0) + 1
-                    best = max(best, cur[j])
+            for j in where.get(w, ()):
+                cur[j] = prev.get(j - 1, 0) + 1
+                best = max(best, cur[j])
             prev = cur
     return best
+
+
+@dataclass(frozen=True)
+class _PassageSide:
+    """What pair_facts reads of a passage alone, once per passage (best evidence judges one against many claims)."""
+
+    bigrams: tuple[set[tuple[str, str]], ...]  # each sentence's _bigrams
+    positions: tuple[dict[str, list[int]], ...]  # each sentence's content words -> their places in it
+    prefixes: frozenset[str]  # the first PREFIX characters of its content words that long
+
+
+@lru_cache(maxsize=4096)
+def _passage_side(passage: str) -> _PassageSide:
+    p = read_passage(passage)
+    positions = []
+    for seq in p.seqs:
+        where: dict[str, list[int]] = {}
+        for j, w in enumerate(seq):
+            where.setdefault(w, []).append(j)
+        positions.append(where)
+    return _PassageSide(
+        bigrams=tuple(_bigrams(seq) for seq in p.seqs),
+        positions=tuple(positions),
+        prefixes=frozenset(w[:PREFIX] for w in p.all_content if len(w) >= PREFIX),
+    )
+
+
+@dataclass(frozen=True)
+class _ClaimSide:
+    """What pair_facts reads of a claim alone, once per claim (judged against each of its candidates)."""
+
+    clauses: tuple[set[str], ...]  # the content words of each part _CLAUSE_SPLIT gives, of those with 2 or more
+    names: frozenset[str]  # the content words of its capitalised words
+    grams: frozenset[str]  # its character 4-grams
+    bigrams: frozenset[tuple[str, str]]
+
+
+@lru_cache(maxsize=4096)
+def _claim_side(claim: str) -> _ClaimSide:
+    parts = claim_parts(claim)
+    text = parts.text
+    return _ClaimSide(
+        clauses=tuple(c for c in (set(content_words(part)) for part in _CLAUSE_SPLIT.split(text)) if len(c) >= 2),
+        names=frozenset(w for m in _CAPITALISED.findall(text) for w in content_words(m)),
+        grams=frozenset(_char_grams(text)),
+        bigrams=frozenset(_bigrams(parts.seq)),
+    )
 
 
 @dataclass(frozen=True)
@@ -151,7 +198,7 @@ def pair_facts(passage: str, claim: str) -> PairFacts:
     """The features of one (passage, claim) pair, in FEATURE_NAMES order, and the vetoes."""
     sig = pair_signals(passage, claim)
     p, parts = sig.passage, sig.claim
-    claim, claim_seq = parts.text, parts.seq
+    claim_seq = parts.seq
     claim_content, claim_quantities = set(parts.content), parts.quantities
     missing_q = bool(sig.missing_quantities)
     contradiction = sig.verdict == "no"
@@ -167,7 +214,8 @@ def pair_facts(passage: str, claim: str) -> PairFacts:
     covered = claim_content & p.content[main]
     greedy = []
     for _ in range(2):
-        gain = max(((len((claim_content - covered) & c), -i) for i, c in enumerate(p.content)), default=(0, 0))
+        rest = claim_content - covered
+        gain = max(((len(rest & c), -i) for i, c in enumerate(p.content)), default=(0, 0))
         covered = covered | (claim_content & p.content[-gain[1]]) if gain[0] else covered
         greedy.append(len(covered) / n)
 
@@ -176,21 +224,22 @@ def pair_facts(passage: str, claim: str) -> PairFacts:
     for m in missing:
         run = run + 1 if m else 0
         longest = max(longest, run)
-    clauses = [c for c in (set(content_words(part)) for part in _CLAUSE_SPLIT.split(claim)) if len(c) >= 2]
+    side, own = _passage_side(passage), _claim_side(claim)
+    clauses = own.clauses
     worst = min((len(c & p.all_content) / len(c) for c in clauses), default=len(found) / n)
 
     weighted = sum(len(w) for w in found) / sum(len(w) for w in claim_content)
-    prefixes = {w[:PREFIX] for w in p.all_content if len(w) >= PREFIX}
+    prefixes = side.prefixes
     soft = sum(1 for w in claim_content if w in found or (len(w) >= PREFIX and w[:PREFIX] in prefixes)) / n
 
-    names = {w for m in _CAPITALISED.findall(claim) for w in content_words(m)}
+    names = own.names
     names_coverage = len(names & p.all_content) / len(names) if names else 1.0
 
-    claim_grams = _char_grams(claim)
+    claim_grams = own.grams
     grams = len(claim_grams & _passage_grams(passage)) / len(claim_grams) if claim_grams else 0.0
 
-    claim_bigrams = _bigrams(claim_seq)
-    in_order = max((len(claim_bigrams & _bigrams(seq)) for seq in p.seqs), default=0)
+    claim_bigrams = own.bigrams
+    in_order = max((len(claim_bigrams & b) for b in side.bigrams), default=0)
     bigrams = in_order / len(claim_bigrams) if claim_bigrams else sig.coverage
 
     missing_here = bool(sig.missing_here)
@@ -213,7 +262,7 @@ def pair_facts(passage: str, claim: str) -> PairFacts:
         math.log1p(len(clauses)),
         math.log1p(n),
         bigrams,
-        _longest_run(claim_seq, p.seqs) / n,
+        _longest_run(claim_seq, side.positions) / n,
         sig.chain[0] / sig.chain[1] if sig.chain[1] else 0.0,
         math.log1p(len(claim_quantities)),
         float(missing_q),
