@@ -626,7 +626,8 @@ class PairSignals:
 
     @cached_property
     def unanchored_quantity(self) -> bool:
-        return _unanchored_quantity(self.claim.text, self.main_text)
+        # a claim without quantities has none to anchor (the quantities are those of claim.text)
+        return bool(self.claim.quantities) and _unanchored_quantity(self.claim.text, self.main_text)
 
     @cached_property
     def verdict(self) -> str:
