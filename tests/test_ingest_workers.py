@@ -86,9 +86,8 @@ def _ingest(warehouse: Path, landing: Path, workers: int, batch_lines: int) -> i
 
 
 @pytest.fixture
-def spawned(monkeypatch) -> list[bool]:
-    """Workers from the first batch on; records, per batch, whether it went to a worker process."""
-    monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", 0)
+def went_to_workers(monkeypatch) -> list[bool]:
+    """Records, per batch submitted, whether it went to a worker process."""
     went: list[bool] = []
     submit = ParsePool.submit
 
@@ -99,6 +98,13 @@ def spawned(monkeypatch) -> list[bool]:
 
     monkeypatch.setattr(ParsePool, "submit", recording)
     return went
+
+
+@pytest.fixture
+def spawned(monkeypatch, went_to_workers) -> list[bool]:
+    """Workers from the first batch on; records, per batch, whether it went to a worker process."""
+    monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", 0)
+    return went_to_workers
 
 
 @pytest.mark.parametrize("batch_lines", [7, 2000])  # many small batches in flight at once; one batch for all
@@ -185,22 +191,16 @@ def test_small_runs_parse_in_process(tmp_path, monkeypatch):
         assert con.sql("select count(*) from prompts").fetchall() == [(30,)]
 
 
-def test_a_file_larger_than_the_threshold_is_parsed_in_workers_from_its_first_batch(tmp_path, monkeypatch):
+def test_a_file_larger_than_the_threshold_is_parsed_in_workers_from_its_first_batch(
+    tmp_path, monkeypatch, went_to_workers
+):
     """The workers start as soon as a file with more than SPAWN_AFTER_BYTES to read is opened, not after that much
     has been parsed in the ingest process; a file of at most that size starts none."""
     landing = tmp_path / "landing"
     landing.mkdir()
     (landing / "a.jsonl").write_text("\n".join(_line(_record(f"r{i}")) for i in range(40)) + "\n")
     size = (landing / "a.jsonl").stat().st_size
-    went: list[bool] = []
-    submit = ParsePool.submit
-
-    def recording(self, *args, **kwargs):
-        parsed = submit(self, *args, **kwargs)
-        went.append(parsed.in_worker)
-        return parsed
-
-    monkeypatch.setattr(ParsePool, "submit", recording)
+    went = went_to_workers
     monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", size)  # the whole file: never more than it
     assert _ingest(tmp_path / "small.duckdb", landing, workers=2, batch_lines=10) == 0
     assert len(went) >= 4 and not any(went)
