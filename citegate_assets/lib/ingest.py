@@ -61,7 +61,16 @@ from .ingest_workers import (
     valid_line_text,
 )
 from .known_requests import KnownRequests
-from .landing import LOG_SUFFIXES, Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
+from .landing import (
+    LOG_SUFFIXES,
+    Entry,
+    OutsideLanding,
+    is_trace_name,
+    landing_entries,
+    landing_folder,
+    landing_root,
+    open_entry,
+)
 from .ledger import DONE, FileTally, Ledger, distinct_id, entry_id, ledger_frame, ledger_row, path_id, trace_id
 from .lines import (
     READ_ERRORS,
@@ -397,16 +406,10 @@ class _Run:
         with ExitStack() as stack:
             try:
                 fh, st = stack.enter_context(open_entry(self.root, entry))
-            except OutsideLanding as exc:
-                self.report(entry.name, "symlink_outside_landing", f"{exc}; not followed, nothing of it was read")
-                return
-            except FileNotFoundError:
-                return  # removed since the folder was listed
-            except IsADirectoryError as exc:
-                self.report(entry.name, "not_a_file", str(exc))
-                return
-            except OSError as exc:
-                self.report(entry.name, "file_unreadable", f"{entry.name}: cannot be opened: {exc.strerror or exc}")
+            except (OSError, OutsideLanding) as exc:
+                refused = landing_folder(self.root).refused(entry, exc)
+                if refused is not None:  # None: removed since the folder was listed
+                    self.report(entry.name, *refused)
                 return
             self.read_file(entry, fh, st)
 

@@ -2,24 +2,25 @@
 opened without following anything out of the folder, and which UTC days its valid records hold (for `citegate run`
 with no dates).
 
-Only the folder's top level is read. A symbolic link is read only when its target is a regular file
-inside the landing folder (then the file is recognised by its content and read once); a link out of
-the folder, a directory, a FIFO, a socket or a device is an entry to report, never opened for reading.
+The folder is read by lib/folders.py's rules: only its top level; a symbolic link only when its target is a regular
+file inside the folder (then the file is recognised by its content and read once); a link out of the folder is
+`symlink_outside_landing`; a directory, a FIFO, a socket or a device is `not_a_file`, never opened for reading.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
 from .adapters import AdapterSettings, Call, TraceFileTooLarge, convert_lines, detect, detect_lines, record_line
+from .folders import Entry, Folder
+from .folders import OutsideFolder as OutsideLanding
 from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, Stream, open_stream, read_lines
 from .records import Record, parse_raw_line
 from .timestamps import utc_now
@@ -30,24 +31,7 @@ from .timestamps import utc_now
 LOG_NAME = re.compile(r".+\.(?P<ext>jsonl|json)(?:\.\d{1,6}|-\d{8,14})?(?:\.gz)?")
 LOG_SUFFIXES = (".jsonl", ".jsonl.gz")  # the names citegate writes itself
 _LOGGED_AT = re.compile(rb'"logged_at"\s*:\s*"([^"]{10,40})"')
-
-
-class OutsideLanding(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One name in the landing folder: a log file to read, or something to report (reason, detail)."""
-
-    name: str
-    path: Path
-    reason: str | None = None
-    detail: str | None = None
-
-    @property
-    def compressed(self) -> bool:
-        return self.name.endswith(".gz")
+SYMLINK_OUTSIDE_LANDING = "symlink_outside_landing"  # a documented reason code, older than the other folders' one
 
 
 def is_log_name(name: str) -> bool:
@@ -61,94 +45,31 @@ def is_trace_name(name: str) -> bool:
 
 
 def landing_root(landing: str | os.PathLike) -> Path:
-    root = Path(landing)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{landing}: landing folder not found")
-    return Path(os.path.realpath(root))
+    return Folder.at(landing, "landing folder", SYMLINK_OUTSIDE_LANDING).root
+
+
+def landing_folder(root: Path) -> Folder:
+    """root: landing_root's answer (resolved)."""
+    return Folder(root, "landing folder", SYMLINK_OUTSIDE_LANDING)
 
 
 def landing_entries(root: Path) -> Iterator[Entry]:
-    """Every visible top-level entry, by name; dot files (.DS_Store, editors' swap files) are not logs."""
-    for name in sorted(os.listdir(root)):
-        if name.startswith("."):
-            continue
-        path = root / name
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue  # removed while we looked
-        if stat.S_ISLNK(st.st_mode):
-            target = os.path.realpath(path)
-            if not _inside(root, target):
-                yield Entry(
-                    name,
-                    path,
-                    "symlink_outside_landing",
-                    f"{name}: a symbolic link out of the landing folder; not followed, nothing of its target was read",
-                )
-                continue
-            try:
-                st = os.stat(target)
-            except OSError:
-                yield Entry(name, path, "not_a_file", f"{name}: a symbolic link whose target does not exist")
-                continue
-        if not stat.S_ISREG(st.st_mode):
-            yield Entry(name, path, "not_a_file", f"{name}: not a regular file ({_kind(st.st_mode)})")
-        elif not is_log_name(name):
-            yield Entry(
-                name,
-                path,
-                "not_a_log_file",
-                f"{name}: not *.jsonl, *.json or their .gz (nor a rotated *.jsonl.N, *.json.N)",
+    """Every visible top-level entry, by name (lib/folders.py's rules); a regular file without a log name is
+    `not_a_log_file`."""
+    for entry in landing_folder(root).entries():
+        if entry.reason is None and not is_log_name(entry.name):
+            yield replace(
+                entry,
+                reason="not_a_log_file",
+                detail=f"{entry.name}: not *.jsonl, *.json or their .gz (nor a rotated *.jsonl.N, *.json.N)",
             )
         else:
-            yield Entry(name, path)
+            yield entry
 
 
-@contextmanager
-def open_entry(root: Path, entry: Entry) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+def open_entry(root: Path, entry: Entry) -> AbstractContextManager[tuple[BinaryIO, os.stat_result]]:
     """The entry's file, opened read-only without following a link out of the folder and without blocking on a FIFO."""
-    target = os.path.realpath(entry.path)
-    if not _inside(root, target):
-        raise OutsideLanding(f"{entry.name}: resolves outside the landing folder")
-    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        opened = _fd_path(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{entry.name}: not a regular file ({_kind(st.st_mode)})")
-        if opened is not None and not _inside(root, opened):
-            raise OutsideLanding(f"{entry.name}: resolves outside the landing folder")
-        fh = os.fdopen(fd, "rb", buffering=0)
-    except BaseException:
-        os.close(fd)
-        raise
-    with fh:
-        yield fh, st
-
-
-def _fd_path(fd: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")  # what was really opened (Linux); guards a link swapped meanwhile
-    except OSError:
-        return None
-
-
-def _inside(root: Path, target: str) -> bool:
-    return target.startswith(str(root) + os.sep)
-
-
-def _kind(mode: int) -> str:
-    for test, word in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return word
-    return "not a regular file"
+    return landing_folder(root).open(entry)
 
 
 def days_in_landing(
