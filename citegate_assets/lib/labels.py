@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
+from .folders import FILE_UNREADABLE, Folder, read_named_file, unopened
 from .normalize import normalize
 
 LABELS = ("yes", "partial", "no")
@@ -34,25 +36,24 @@ REJECT_SCHEMA = {
 
 
 def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(labels, rejects) from a labels file or every *.jsonl / *.csv file of a folder (sorted by name)."""
+    """(labels, rejects) from a labels file or every *.jsonl / *.csv file of a folder (sorted by name, read by
+    lib/folders.py's rules: an entry that is not read is one reject row with line_no 0, holding none of its bytes)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: labels file or folder not found")
-    files = (
-        [path]
-        if path.is_file()
-        else sorted(p for p in path.iterdir() if p.suffix in SUFFIXES and not p.name.startswith("."))
-    )
     labels, rejects, seen = [], [], set()
-    for file in files:
-        for line_no, raw, record in _records(file):
+    for name, text, reason, detail in _label_files(path):
+        if reason is not None:
+            rejects.append({"source_file": name, "line_no": 0, "reason": reason, "detail": detail})
+            continue
+        for line_no, raw, record in _records(name, text):
             problem = _problem(record)
             if problem is None and record["id"] in seen:
                 problem = ("duplicate_label_id", f"id {record['id']!r} already labelled earlier")
             if problem is not None:
                 rejects.append(
                     {
-                        "source_file": file.name,
+                        "source_file": name,
                         "line_no": line_no,
                         "reason": problem[0],
                         "detail": problem[1],
@@ -68,7 +69,7 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                     "passage": record["passage"],
                     "label": record["label"].strip().lower(),
                     "labeller": record["labeller"],
-                    "source_file": file.name,
+                    "source_file": name,
                     "source_line": line_no,
                 }
             )
@@ -86,9 +87,39 @@ def read_labels_empty() -> tuple[pl.DataFrame, pl.DataFrame]:
     return labels, pl.DataFrame(schema=REJECT_SCHEMA)
 
 
-def _records(file: Path):
-    text = file.read_text(encoding="utf-8-sig")
-    if file.suffix == ".csv":
+def _label_files(path: Path) -> Iterator[tuple[str, str, str | None, str | None]]:
+    """(name, text, None, None) per file read; (name, "", reason, detail) per entry or file that is not."""
+    if not path.is_dir():  # a file the operator named: its link is followed, only a regular file is read
+        try:
+            data = read_named_file(path)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: labels file or folder not found") from None
+        except OSError as exc:
+            yield path.name, "", *(unopened(path.name, exc) or (FILE_UNREADABLE, str(exc)))
+            return
+        yield _text(path.name, data)
+        return
+    for entry, fh in Folder.at(path, "labels folder").files(lambda name: Path(name).suffix in SUFFIXES):
+        if fh is None:
+            yield entry.name, "", entry.reason, entry.detail
+            continue
+        try:
+            data = fh.read()
+        except OSError as exc:
+            yield entry.name, "", FILE_UNREADABLE, f"{entry.name}: cannot be read: {exc.strerror or exc}"
+            continue
+        yield _text(entry.name, data)
+
+
+def _text(name: str, data: bytes) -> tuple[str, str, str | None, str | None]:
+    try:
+        return name, data.decode("utf-8-sig"), None, None
+    except UnicodeDecodeError as exc:
+        return name, "", FILE_UNREADABLE, f"{name}: not UTF-8 (byte {exc.start}); none of its lines was read"
+
+
+def _records(name: str, text: str):
+    if name.endswith(".csv"):
         reader = csv.DictReader(io.StringIO(text))
         for i, row in enumerate(reader, start=2):  # line 1 is the header
             yield i, ",".join(str(v) for v in row.values()), row

@@ -4,10 +4,12 @@ The CLI appends (``append_review``); the pipeline reads every file back (``read_
 decision per citation (``latest_by_citation``). The log is append-only: a decision is never rewritten, a later
 review of the same citation supersedes an earlier one by ``reviewed_at``.
 
-Writers are safe against each other: every append opens the file with ``O_APPEND``, holds an exclusive ``flock``
-while it writes the whole line with one ``os.write`` and ``fsync``s it. Readers take a shared lock, so they see
-whole lines only. A line cut short by a writer killed mid-write (no trailing newline) is reported as an error line,
-never raised, and the next append starts on a fresh line so the damage stays confined to that one line.
+Writers are safe against each other: every append opens the file with ``O_APPEND`` (and ``O_NOFOLLOW``: a log
+replaced by a link, a FIFO or a directory is refused), holds an exclusive ``flock`` while it writes the whole line
+with one ``os.write`` and ``fsync``s it. Readers read the folder by lib/folders.py's rules (no link out of it, no
+FIFO) and take a shared lock, so they see whole lines only. A line cut short by a writer killed mid-write (no
+trailing newline) is reported as an error line, never raised, and the next append starts on a fresh line so the
+damage stays confined to that one line.
 
 Reviews hold user data (claims, passages, notes, reviewer names): the folder is created 0o700 and files 0o600.
 """
@@ -20,12 +22,15 @@ import getpass
 import json
 import os
 import re
+import stat
 import uuid
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import BinaryIO
 
 from citegate_assets.lib.durable import fsync_dir
+from citegate_assets.lib.folders import FILE_UNREADABLE, Folder, kind
 
 OUTCOMES = ("accept", "repair", "escalate")
 CAUSES = ("chunking", "truncation", "ranking", "other")
@@ -67,10 +72,10 @@ FIELDS = tuple(f.name for f in fields(Review))
 @dataclass(frozen=True)
 class LogLine:
     file: str  # file name inside the reviews folder
-    line_no: int  # 1-based
+    line_no: int  # 1-based; 0 for a file that was not read
     review: Review | None  # None when the line is not a valid review
     error: str | None  # why the line is not a valid review
-    raw: str  # the line as written (without its newline)
+    raw: str | None  # the line as written (without its newline); None for a file that was not read
 
 
 # ---------------------------------------------------------------------------------------------------- building
@@ -207,7 +212,7 @@ def append_review(folder: Path, review: Review) -> Path:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             data = line
-            if not _ends_with_newline(path, fd):
+            if not _ends_with_newline(fd):
                 # a writer was killed mid-line: start on a fresh line so only the torn line is damaged
                 data = b"\n" + line
             _write_all(fd, data)
@@ -235,24 +240,30 @@ def _ensure_folder(folder: Path) -> None:
 
 
 def _open_log(path: Path) -> tuple[int, bool]:
-    """(fd, created): O_APPEND|O_CREAT|O_WRONLY, telling whether this call created the file."""
-    flags = os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    """(fd, created): O_APPEND|O_CREAT|O_RDWR, never through a link and never on anything but a regular file (a FIFO
+    does not block: O_NONBLOCK); telling whether this call created the file. ReviewError when the log is refused."""
+    flags = os.O_APPEND | os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        return os.open(path, flags | os.O_EXCL, FILE_MODE), True
+        fd, created = os.open(path, flags | os.O_EXCL, FILE_MODE), True
     except FileExistsError:
-        return os.open(path, flags, FILE_MODE), False
+        try:
+            fd, created = os.open(path, flags, FILE_MODE), False
+        except OSError as exc:
+            refused = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a directory", errno.ENXIO: "a socket"}
+            if exc.errno not in refused:
+                raise
+            raise ReviewError(f"{path}: {refused[exc.errno]}, not the reviews log file; nothing was written") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ReviewError(f"{path}: {kind(st.st_mode)}, not the reviews log file; nothing was written")
+    return fd, created
 
 
-def _ends_with_newline(path: Path, fd: int) -> bool:
+def _ends_with_newline(fd: int) -> bool:
     """Whether the log (held under our lock) is empty or ends with a newline."""
     size = os.fstat(fd).st_size
-    if size == 0:
-        return True
-    rfd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        return os.pread(rfd, 1, size - 1) == b"\n"
-    finally:
-        os.close(rfd)
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -270,7 +281,9 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def read_reviews(folder: Path) -> list[LogLine]:
-    """Every line of every *.jsonl file in the folder (files sorted by name, lines in order).
+    """Every line of every *.jsonl file in the folder (files sorted by name, lines in order), read by lib/folders.py's
+    rules: an entry that is not read (a link out of the folder, a FIFO, a directory...) is one line 0 whose error
+    starts with its reason code, holding none of its bytes.
 
     A missing folder gives []. Blank lines are skipped. A line that is not valid UTF-8 or JSON, misses a field
     or holds an invalid value gives review=None and error=<reason>; so does a final line without a trailing
@@ -279,31 +292,58 @@ def read_reviews(folder: Path) -> list[LogLine]:
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    files = sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and not p.name.startswith(".") and p.is_file())
     out: list[LogLine] = []
-    for file in files:
-        out.extend(_read_file(file))
+    for entry, fh in Folder.at(folder, "reviews folder").files(_is_log_name):
+        if fh is None:
+            out.append(LogLine(entry.name, 0, None, f"{entry.reason}: {entry.detail}", None))
+            continue
+        try:
+            out.extend(_read_file(entry.name, fh))
+        except OSError as exc:
+            out.append(LogLine(entry.name, 0, None, f"{FILE_UNREADABLE}: {entry.name}: {exc.strerror or exc}", None))
     return out
 
 
-def _read_file(file: Path) -> list[LogLine]:
-    with open(file, "rb") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # whole lines only: wait out a writer in the middle of one
-        try:
-            data = handle.read()
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+def log_stamp(folder: Path) -> tuple:
+    """What changes when the log does: each log file's name, size and mtime (a refused entry: its reason)."""
+    if not folder.is_dir():
+        return ()
+    stamps: list[tuple] = []
+    for entry in Folder.at(folder, "reviews folder").entries():
+        if not _is_log_name(entry.name):
+            continue
+        changed: tuple[int, int] | None = None
+        if entry.reason is None:
+            try:
+                st = os.stat(entry.path)
+                changed = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                pass  # gone since the listing
+        stamps.append((entry.name, entry.reason, changed))
+    return tuple(stamps)
+
+
+def _is_log_name(name: str) -> bool:
+    return name.endswith(".jsonl")
+
+
+def _read_file(name: str, handle: BinaryIO) -> list[LogLine]:
+    fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # whole lines only: wait out a writer in the middle of one
+    try:
+        data = handle.read()
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     # split on b"\n" only: str.splitlines would also break on U+2028 etc., which ensure_ascii=False leaves raw
     chunks = data.split(b"\n")
     last = chunks.pop()  # b"" when the file ends with a newline; otherwise an unfinished line
     lines: list[LogLine] = []
     for i, chunk in enumerate(chunks, start=1):
         if chunk.strip():
-            lines.append(_parse_line(file.name, i, chunk))
+            lines.append(_parse_line(name, i, chunk))
     if last.strip():
         raw = last.decode("utf-8", errors="replace")
         error = "incomplete last line (no trailing newline): a writer was interrupted mid-write"
-        lines.append(LogLine(file.name, len(chunks) + 1, None, error, raw))
+        lines.append(LogLine(name, len(chunks) + 1, None, error, raw))
     return lines
 
 

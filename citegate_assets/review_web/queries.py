@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from citegate_assets.lib.reviews import LogLine, Review, format_timestamp, latest_by_citation, read_reviews
+from citegate_assets.lib.reviews import LogLine, Review, format_timestamp, latest_by_citation, log_stamp, read_reviews
 from citegate_assets.lib.warehouse import connect, query
 
 STATUSES = ("open", "decided", "accepted", "repaired", "escalated")
@@ -185,18 +185,8 @@ class LiveLog:
         self._lines: list[LogLine] = []
         self._latest: dict[str, Review] = {}
 
-    def _current_stamp(self) -> tuple:
-        if not self.folder.is_dir():
-            return ()
-        stamps = []
-        for path in sorted(self.folder.iterdir()):
-            if path.suffix == ".jsonl" and not path.name.startswith("."):
-                stat = path.stat()
-                stamps.append((path.name, stat.st_mtime_ns, stat.st_size))
-        return tuple(stamps)
-
     def _refresh(self) -> None:
-        stamp = self._current_stamp()
+        stamp = log_stamp(self.folder)
         with self._lock:
             if stamp != self._stamp:
                 self._lines = read_reviews(self.folder)
