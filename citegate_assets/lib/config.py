@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from .adapters.base import AdapterSettings
+from .folders import read_named_file
 from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
 from .reasons import QUEUE_REASONS
 
@@ -369,9 +370,11 @@ def load_config(path: str | os.PathLike | None = None) -> Config:
     if resolved is None:
         return parse_config({}, None)
     try:
-        raw = tomllib.loads(Path(resolved).read_text(encoding="utf-8"))
+        raw = tomllib.loads(read_named_file(resolved).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{resolved}: config file not found") from None
+    except IsADirectoryError as exc:  # a folder, a FIFO (never opened to block), a socket...
+        raise ConfigError(f"{exc}, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{resolved}: {exc}") from None
     return parse_config(raw, str(resolved))

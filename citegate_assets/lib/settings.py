@@ -41,6 +41,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Literal, overload
 
+from .folders import read_named_file
+
 BUILTIN_CONFIG = "<built-in>"  # as a --config / config_file value: use the built-in defaults, no file
 
 NAMES = ("config", "landing", "warehouse", "published", "reviews", "labels", "dagster_home", "lake")
@@ -283,11 +285,11 @@ def _read_config(path: Path | None) -> dict:
     if path is None:
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_named_file(path).decode("utf-8"))
     except FileNotFoundError:
         raise SettingsError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise SettingsError(f"{path}: is a folder, not a config file") from None
+    except IsADirectoryError as exc:  # a folder, a FIFO (never opened to block), a socket...
+        raise SettingsError(f"{exc}, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: {exc}") from None
 
