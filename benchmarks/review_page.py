@@ -10,7 +10,9 @@ its own process on 127.0.0.1 and every page is fetched over HTTP with a signed-i
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import secrets
 import shutil
 import socket
 import statistics
@@ -90,7 +92,9 @@ def measure(work: Path, entries: int = 50_000, repeats: int = 20) -> dict:
     reviews = work / "review-50k.reviews"
     command = [sys.executable, "-m", "citegate_assets.cli", "serve", "--warehouse", str(work / "review-50k.duckdb")]
     command += ["--published", str(target), "--reviews", str(reviews), "--config", "<built-in>", "--port", str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=ROOT)
+    access = secrets.token_urlsafe(32)  # local mode's access token, given rather than read from the server's output
+    env = {**os.environ, "CITEGATE_REVIEW_TOKEN": access}
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -100,7 +104,7 @@ def measure(work: Path, entries: int = 50_000, repeats: int = 20) -> dict:
             except OSError:
                 time.sleep(0.1)
         session = requests.Session()
-        login = session.get(f"{base}/login").text
+        login = session.get(f"{base}/login", params={"token": access}).text
         token = re.search(r'name="csrf" value="([^"]+)"', login)
         assert token is not None
         session.post(f"{base}/login", data={"csrf": token.group(1), "reviewer": "bench", "next": "/"})

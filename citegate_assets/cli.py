@@ -10,6 +10,7 @@ Dagster is imported only by the commands that run it (run, demo, calibrate): the
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -347,20 +348,53 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from citegate_assets.review_web.app import ServeOptions, create_app
+    from citegate_assets.review_web.auth import check_access_token, new_access_token
+    from citegate_assets.review_web.server import ServerLimits, server_config
 
     settings = _settings(args)
-    _load_config(settings)
-    options = ServeOptions(auth=args.auth, auth_header=args.auth_header, tokens=args.tokens, host=args.host)
+    page = _load_config(settings).review_page
+    given = os.environ.get("CITEGATE_REVIEW_TOKEN")
+    access_token = None
+    if args.auth == "local":
+        access_token = check_access_token(given, "CITEGATE_REVIEW_TOKEN") if given else new_access_token()
+    limits = ServerLimits(
+        max_connections=page.max_connections,
+        head_timeout_s=page.head_timeout_s,
+        keep_alive_s=page.keep_alive_s,
+        body_timeout_s=page.body_timeout_s,
+    )
+    options = ServeOptions(
+        auth=args.auth,
+        auth_header=args.auth_header,
+        tokens=args.tokens,
+        host=args.host,
+        access_token=access_token,
+        session_idle_s=page.session_idle_minutes * 60,
+        session_max_s=page.session_max_hours * 3600,
+        limits=limits,
+    )
     app = create_app(settings, options)
+    config = server_config(app, args.host, args.port, limits)
     print(safe("\n".join(settings.describe()), newlines=True))
     if args.host not in ("127.0.0.1", "localhost", "::1") and args.auth == "local":
         print(
-            f"warning: listening on {safe(args.host)} with --auth local: anyone who reaches the port can review "
-            "under any name; use --auth proxy or --auth tokens for a team",
+            f"warning: listening on {safe(args.host)} with --auth local: whoever has the URL below can review under "
+            "any name, and it crosses the network in clear; use --auth proxy or --auth tokens for a team",
             file=sys.stderr,
         )
-    print(f"review page: http://{safe(args.host)}:{args.port}/  (auth: {args.auth}; Ctrl-C stops it)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False, server_header=False)
+    url = f"http://{safe(args.host)}:{args.port}/"
+    if args.auth != "local":
+        print(f"review page: {url}  (auth: {args.auth}; Ctrl-C stops it)", flush=True)
+    elif given:
+        print(f"review page: {url}?token=<CITEGATE_REVIEW_TOKEN>  (auth: local; Ctrl-C stops it)", flush=True)
+    else:
+        # the one place the access token is shown: whoever opens this URL can review, so it is for you alone
+        print(
+            f"review page: {url}?token={access_token}  (auth: local: open this URL to sign in; it is for you alone, "
+            "and a new one is made at each start; Ctrl-C stops it)",
+            flush=True,
+        )
+    uvicorn.Server(config).run()
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     reviews = work / "reviews"
     command = [sys.executable, "-m", "citegate_assets.cli", "serve", "--warehouse", str(warehouse)]
     command += ["--reviews", str(reviews), "--config", "<built-in>", "--port", str(port)]
-    server = subprocess.Popen(command, cwd=ROOT)
+    access = secrets.token_urlsafe(32)  # local mode's access token, given rather than read from the server's output
+    server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "CITEGATE_REVIEW_TOKEN": access})
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={WIDTH},{HEIGHT}"):
@@ -89,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             except OSError:
                 time.sleep(0.1)
-        driver.get(f"{base}/login")
+        driver.get(f"{base}/login?" + urlencode({"token": access}))
         driver.find_element(By.ID, "reviewer").send_keys("Ann Reviewer", Keys.ENTER)
         time.sleep(0.5)
         a.out.mkdir(parents=True, exist_ok=True)

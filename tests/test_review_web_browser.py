@@ -73,9 +73,11 @@ def wait_for_new_entry(driver, old_id: str) -> None:
     )
 
 
-def sign_in_with_keyboard(driver, base: str, path: str) -> None:
-    driver.get(f"{base}{path}")
+def sign_in_with_keyboard(driver, server: Server, path: str) -> None:
+    """Opens `path` with the access token `citegate serve` printed, as its URL says; then the name is typed."""
+    driver.get(f"{server.base}{path}{'&' if '?' in path else '?'}" + urlencode({"token": server.token}))
     WebDriverWait(driver, 10).until(ec.url_contains("/login"))
+    assert "token" not in driver.current_url  # the token left the address bar at once
     keys(driver, REVIEWER, Keys.ENTER)  # the name field has the focus (autofocus)
     WebDriverWait(driver, 10).until(ec.presence_of_element_located((By.ID, "entries")))
 
@@ -84,7 +86,7 @@ def test_a_reviewer_clears_ten_entries_with_the_keyboard_and_the_next_run_applie
     site, browser, dagster_home, monkeypatch
 ):
     server, root = site
-    sign_in_with_keyboard(browser, server.base, "/?status=open")
+    sign_in_with_keyboard(browser, server, "/?status=open")
     keys(browser, Keys.ENTER)  # opens the selected (first) row
     WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "citation-id")))
     cleared: list[tuple[str, str, str | None, str | None]] = []
@@ -140,7 +142,7 @@ def test_an_xss_payload_in_a_claim_does_not_execute(site, browser):
         "select citation_id from citation_queue where request_id = 'xss-1' and span = $s",
         {"s": XSS_SPAN},
     )
-    sign_in_with_keyboard(browser, server.base, "/?surface=test-surface")
+    sign_in_with_keyboard(browser, server, "/?surface=test-surface")
     browser.get(f"{server.base}/entry?id={cid.replace('#', '%23')}")
     WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "claim")))
     assert browser.find_element(By.ID, "claim").text == XSS_CLAIM  # shown as text
@@ -154,7 +156,7 @@ def test_an_xss_payload_in_a_claim_does_not_execute(site, browser):
 def test_a_post_without_the_csrf_token_is_refused_in_the_browser(site, browser):
     server, root = site
     [(cid,)] = rows(root / "w.published.duckdb", "select citation_id from citation_queue order by 1 limit 1")
-    sign_in_with_keyboard(browser, server.base, "/")
+    sign_in_with_keyboard(browser, server, "/")
     status = browser.execute_async_script(
         """
         const done = arguments[arguments.length - 1];
@@ -191,7 +193,7 @@ HEADER_COLOUR = "return getComputedStyle(document.querySelector('header')).backg
 def test_the_pages_look_right(site, browser, tmp_path):
     """Each page renders with its stylesheet and script under the CSP (no console CSP violations)."""
     server, _ = site
-    sign_in_with_keyboard(browser, server.base, "/")
+    sign_in_with_keyboard(browser, server, "/")
     for path in ("/", "/metrics"):
         browser.get(f"{server.base}{path}")
         # review.css applied, once the page has loaded it (a loaded machine read the style before it had)

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
@@ -58,24 +59,40 @@ def free_port() -> int:
 
 
 class Server:
-    """`citegate serve` in a subprocess on 127.0.0.1, stopped by stop()."""
+    """`citegate serve` in a subprocess on 127.0.0.1, stopped by stop(). In local mode `token` is the access token
+    from the URL it printed, as the person who started it reads it."""
 
-    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        config: str = "<built-in>",
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.reviews = root / "reviews"
         command = [sys.executable, "-m", "citegate_assets.cli", "serve", "--warehouse", str(root / "w.duckdb")]
-        command += ["--reviews", str(self.reviews), "--config", "<built-in>", "--port", str(self.port), *args]
-        self.log = open(root / f"serve-{self.port}.log", "w")
+        command += ["--reviews", str(self.reviews), "--config", config, "--port", str(self.port), *args]
+        self.log_path = root / f"serve-{self.port}.log"
+        self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            command, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=root
+            command,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=root,
+            preexec_fn=preexec_fn,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"citegate serve exited: {(root / f'serve-{self.port}.log').read_text()}")
+                raise RuntimeError(f"citegate serve exited: {self.log_path.read_text()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    found = re.search(r"review page: \S+\?token=([A-Za-z0-9_-]+)", self.log_path.read_text())
+                    self.token = found.group(1) if found else None
                     return
             except OSError:
                 time.sleep(0.1)
@@ -97,12 +114,15 @@ def csrf_of(html: str) -> str:
     return found.group(1)
 
 
-def sign_in(base: str, name: str = "Ann Reviewer") -> requests.Session:
+def sign_in(server: Server, name: str = "Ann Reviewer", timeout: float = 60) -> requests.Session:
+    """Signed in as `name`: in local mode through the printed URL's access token first, as a browser would."""
     session = requests.Session()
-    page = session.get(f"{base}/login")
-    assert page.status_code == 200
-    done = session.post(f"{base}/login", data={"csrf": csrf_of(page.text), "reviewer": name, "next": "/"})
-    assert done.status_code == 200 and done.url == f"{base}/"
+    token = {"token": server.token} if server.token else None
+    page = session.get(f"{server.base}/login", params=token, timeout=timeout)
+    assert page.status_code == 200 and page.url == f"{server.base}/login"  # the token left the URL at once
+    form = {"csrf": csrf_of(page.text), "reviewer": name, "next": "/"}
+    done = session.post(f"{server.base}/login", data=form, timeout=timeout)
+    assert done.status_code == 200 and done.url == f"{server.base}/"
     return session
 
 
@@ -165,9 +185,9 @@ def own_site(built, tmp_path):
 
 def test_every_response_carries_the_security_headers(site):
     server, _ = site
-    anonymous = requests.get(f"{server.base}/", allow_redirects=False)
-    assert anonymous.status_code == 303 and anonymous.headers["location"].startswith("/login")
-    session = sign_in(server.base)
+    anonymous = requests.get(f"{server.base}/", allow_redirects=False)  # no access token: a stranger
+    assert anonymous.status_code == 401 and anonymous.headers["content-security-policy"] == CSP
+    session = sign_in(server)
     for path in ("/", "/metrics", "/static/review.js", "/entry?id=nope", "/login"):
         response = session.get(f"{server.base}{path}")
         assert response.headers["content-security-policy"] == CSP, path
@@ -192,22 +212,22 @@ def test_the_signing_secret_is_private_and_a_forged_cookie_is_a_stranger(site):
     server, root = site
     secret = root / "reviews.web-secret"
     assert secret.is_file() and secret.stat().st_mode & 0o777 == 0o600
-    session = sign_in(server.base, "Bob")
+    session = sign_in(server, "Bob")
     assert "reviewing as <strong>Bob</strong>" in session.get(f"{server.base}/").text
     cookie = session.cookies["citegate_review_session"]
     body, signature = cookie.split(".")
     import base64
 
-    forged = base64.urlsafe_b64encode(json.dumps({"sid": "x", "reviewer": "Mallory", "token": None}).encode())
+    forged = base64.urlsafe_b64encode(json.dumps({"sid": "x", "reviewer": "Mallory"}).encode())
     for value in (forged.decode().rstrip("=") + "." + signature, body + "." + "0" * 64, body + ".\u00e9"):
         stranger = requests.get(f"{server.base}/", cookies={"citegate_review_session": value}, allow_redirects=False)
-        assert stranger.status_code == 303 and stranger.headers["location"].startswith("/login")
+        assert stranger.status_code == 401 and "Mallory" not in stranger.text
 
 
 def test_queue_groups_and_filters_match_the_warehouse(site):
     server, root = site
     published = root / "w.published.duckdb"
-    session = sign_in(server.base)
+    session = sign_in(server)
     page = session.get(f"{server.base}/").text
     for reason, entries, open_, decided in rows(
         published,
@@ -255,7 +275,7 @@ def test_paging_walks_every_entry_once_forward_and_back(site):
         )
     ]
     assert len(expected) > 100  # three pages at least
-    session = sign_in(server.base)
+    session = sign_in(server)
     url: str | None = f"{server.base}/"
     pages: list[list[str]] = []
     while url:
@@ -276,7 +296,7 @@ def test_paging_walks_every_entry_once_forward_and_back(site):
 def test_an_entry_shows_what_a_reviewer_needs(site):
     server, root = site
     published = root / "w.published.duckdb"
-    session = sign_in(server.base)
+    session = sign_in(server)
     [(cid, raw, model, better)] = rows(
         published,
         "select citation_id, judge_raw_answer, judge_model, better_chunk_id from citation_queue "
@@ -314,7 +334,7 @@ def test_an_entry_shows_what_a_reviewer_needs(site):
 
 def test_xss_payloads_in_claim_span_and_prompt_render_inert(site):
     server, root = site
-    session = sign_in(server.base)
+    session = sign_in(server)
     [(cid,)] = rows(
         root / "w.published.duckdb",
         "select citation_id from citation_queue where request_id = 'xss-1' and span = $s",
@@ -332,7 +352,7 @@ def test_xss_payloads_in_claim_span_and_prompt_render_inert(site):
 def test_a_decision_goes_through_the_cli_validation_into_the_reviews_log(own_site):
     server, root = own_site
     published = root / "w.published.duckdb"
-    session = sign_in(server.base, "Ann Reviewer")
+    session = sign_in(server, "Ann Reviewer")
     ordered = [
         c for (c,) in rows(published, "select citation_id from citation_queue order by reason, day, citation_id")
     ]
@@ -388,7 +408,7 @@ def test_pages_read_only_the_published_copy_and_hold_no_connection(own_site):
     server, root = own_site
     for path in root.glob("w.duckdb*"):
         path.unlink()
-    session = sign_in(server.base)
+    session = sign_in(server)
     [(cid,)] = rows(root / "w.published.duckdb", "select citation_id from citation_queue order by 1 limit 1")
     for path in ("/", "/metrics", "/chart.png", "/entry?" + urlencode({"id": cid})):
         assert session.get(f"{server.base}{path}").status_code == 200, path
@@ -403,8 +423,8 @@ def test_pages_read_only_the_published_copy_and_hold_no_connection(own_site):
 def test_a_post_without_the_sessions_csrf_token_is_refused(own_site):
     server, root = own_site
     [(cid,)] = rows(root / "w.published.duckdb", "select citation_id from citation_queue order by 1 limit 1")
-    ann = sign_in(server.base, "Ann")
-    bob = sign_in(server.base, "Bob")
+    ann = sign_in(server, "Ann")
+    bob = sign_in(server, "Bob")
     bobs_token = csrf_of(bob.get(f"{server.base}/").text)
     anns_token = csrf_of(ann.get(f"{server.base}/").text)
     attempts = [
@@ -429,7 +449,7 @@ def test_a_post_without_the_sessions_csrf_token_is_refused(own_site):
 def test_metrics_cells_link_to_the_rows_citegate_trace_gives(site):
     server, root = site
     published = root / "w.published.duckdb"
-    session = sign_in(server.base)
+    session = sign_in(server)
     html = session.get(f"{server.base}/metrics").text
     for name, numerator, denominator in rows(
         published,

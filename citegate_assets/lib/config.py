@@ -1,4 +1,5 @@
-"""citegate.toml: surfaces and their policy, template profiles, judge, calibration, queue, ingest, adapters.
+"""citegate.toml: surfaces and their policy, template profiles, judge, calibration, queue, ingest, adapters, and the
+review page's sessions and limits.
 
 Every key is checked at load time, for its type and its range; an error names the file and the dotted
 key (`citegate.toml: judge.concurrency = 0: expected an integer >= 1`). Unknown keys are errors too.
@@ -321,6 +322,27 @@ class AdaptersConfig:
 
 
 @dataclass(frozen=True)
+class ReviewPageConfig:
+    """[review_page]: `citegate serve`'s sessions and connection limits (docs/review-web.md).
+
+    session_idle_minutes (default 120): a signed-in session unused this long ends; a number > 0.
+    session_max_hours (default 12): a session ends this long after sign-in, used or not; a number > 0.
+    max_connections (default 256): open connections at most (never more than the open-file limit leaves); past
+        it a new connection closes the one that has waited longest for a request; an integer >= 1.
+    head_timeout_s (default 10): a request's head must arrive within this many seconds; a number > 0.
+    keep_alive_s (default 5): an idle kept-alive connection is closed after this many seconds; an integer >= 1.
+    body_timeout_s (default 30): a request's body must arrive within this many seconds; a number > 0.
+    """
+
+    session_idle_minutes: float = _opt(120.0, _number(0, low_open=True))
+    session_max_hours: float = _opt(12.0, _number(0, low_open=True))
+    max_connections: int = _opt(256, _integer(1))
+    head_timeout_s: float = _opt(10.0, _number(0, low_open=True))
+    keep_alive_s: int = _opt(5, _integer(1))
+    body_timeout_s: float = _opt(30.0, _number(0, low_open=True))
+
+
+@dataclass(frozen=True)
 class Config:
     path: str | None
     surfaces: dict[str, SurfacePolicy]
@@ -332,6 +354,7 @@ class Config:
     adapters: AdaptersConfig = field(default_factory=AdaptersConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
+    review_page: ReviewPageConfig = field(default_factory=ReviewPageConfig)
 
     def surface(self, name: str) -> SurfacePolicy:
         """The surface's policy; any surface not listed gets [surfaces.default]."""
@@ -349,6 +372,7 @@ _SECTIONS = {
     "adapters": AdaptersConfig,
     "storage": StorageConfig,
     "retention": RetentionConfig,
+    "review_page": ReviewPageConfig,
 }
 _TOP_KEYS = {"surfaces", "templates", *_SECTIONS}
 _PROFILE_KEYS = {f.name for f in fields(Profile)} - {"name", "_compiled"}

@@ -7,7 +7,9 @@ reviews log; decisions go through lib/reviews.py (make_review, append_review), e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from importlib.resources import files
 from pathlib import Path
@@ -38,6 +40,7 @@ from citegate_assets.review_web.auth import (
     fingerprint,
     load_secret,
     new_session,
+    same_token,
     secret_path,
 )
 from citegate_assets.review_web.entry import cut_pieces, passage_pieces, passage_source, prompt_pieces
@@ -57,6 +60,8 @@ from citegate_assets.review_web.queries import (
     pending,
     queue_page,
 )
+from citegate_assets.review_web.server import BodyLimit, ServerLimits
+from citegate_assets.review_web.sessions import SessionStore, SignedIn
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
@@ -70,8 +75,12 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
-MAX_FORM_BYTES = 64 * 1024
 TRACE_ROWS = 100
+ACCESS_PARAM = "token"  # local mode: ?token=ACCESS_TOKEN admits a browser, then leaves the URL
+STRANGER = (
+    "this review page serves only the person who started it: open the URL `citegate serve` printed (it carries "
+    "an access token), or paste that token on the sign-in page"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,10 @@ class ServeOptions:
     auth_header: str = DEFAULT_PROXY_HEADER
     tokens: Path | None = None
     host: str = "127.0.0.1"
+    access_token: str | None = None  # local mode: required; made at each start by `citegate serve`
+    session_idle_s: float = 2 * 3600.0
+    session_max_s: float = 12 * 3600.0
+    limits: ServerLimits = field(default_factory=ServerLimits)
 
 
 class SecurityHeaders:
@@ -126,22 +139,26 @@ class Visitor:
     session: Session
     reviewer: str | None
     new_cookie: bool
+    signed_in: SignedIn | None = None  # the server's record of the session, while it is alive
 
 
 class ReviewApp:
     """The pages. The GET handlers are plain functions, so Starlette runs them in its thread pool: a DuckDB query
     never blocks the event loop, and several reviewers are served at once."""
 
-    def __init__(self, settings: Settings, options: ServeOptions) -> None:
+    def __init__(self, settings: Settings, options: ServeOptions, clock: Callable[[], float] = time.monotonic) -> None:
         if options.auth not in MODES:
             raise ValueError(f"unknown --auth {options.auth!r} (expected one of: {', '.join(MODES)})")
         if options.auth == "tokens" and options.tokens is None:
             raise ValueError("--auth tokens needs --tokens FILE (one `NAME TOKEN` line per reviewer)")
+        if options.auth == "local" and not options.access_token:
+            raise ValueError("--auth local needs an access token (citegate serve makes one at each start)")
         self.settings = settings
         self.options = options
         self.warehouse = Warehouse(settings.published)
         self.log = LiveLog(settings.reviews)
         self.signer = Signer(load_secret(secret_path(settings.reviews)))
+        self.sessions = SessionStore(options.session_idle_s, options.session_max_s, clock=clock)
         self.tokens = TokenFile(options.tokens) if options.auth == "tokens" and options.tokens else None
         self.chart = ChartCache()
         folder = files("citegate_assets.review_web")
@@ -161,18 +178,42 @@ class ReviewApp:
         new = session is None
         if session is None:
             session = new_session()
+        # a revoked or expired session keeps its id for the sign-in form's CSRF token, and nothing else
+        signed_in = None if new or self.options.auth == "proxy" else self.sessions.get(session.sid)
         reviewer: str | None = None
         if self.options.auth == "local":
-            reviewer = session.reviewer
+            reviewer = signed_in.reviewer if signed_in else None
         elif self.options.auth == "proxy":
             reviewer = clean_name(request.headers.get(self.options.auth_header))
         elif self.tokens is not None:
             bearer = request.headers.get("authorization", "")
             if bearer.lower().startswith("bearer "):
                 reviewer = self.tokens.reviewer_for(fingerprint(bearer[7:].strip()))
-            else:
-                reviewer = self.tokens.reviewer_for(session.token)
-        return Visitor(session, reviewer, new)
+            elif signed_in is not None:
+                reviewer = self.tokens.reviewer_for(signed_in.token)
+        return Visitor(session, reviewer, new, signed_in)
+
+    def sign_in(
+        self, reviewer: str | None = None, token: str | None = None, replaces: Session | None = None
+    ) -> Session:
+        """A fresh session id held by the server (no session fixation); the one it replaces ends."""
+        if replaces is not None:
+            self.sessions.revoke(replaces.sid)
+        session = new_session()
+        self.sessions.open(session.sid, reviewer=reviewer, token=token)
+        return session
+
+    def admit(self, request: Request, visitor: Visitor) -> Response:
+        """Local mode, `?token=` on a page: a browser with the access token is admitted (a session the server holds),
+        then sent to the same page without the token in its URL; a wrong token is refused."""
+        if not same_token(request.query_params.get(ACCESS_PARAM), self.options.access_token or ""):
+            return self.error(request, visitor, 403, "refused: that is not this server's access token")
+        kept = [(k, v) for k, v in request.query_params.multi_items() if k != ACCESS_PARAM]
+        target = _local_path(request.url.path + (f"?{urlencode(kept)}" if kept else ""))
+        response: Response = RedirectResponse(target, status_code=303)
+        if visitor.signed_in is None:
+            self.set_cookie(request, response, self.sign_in(replaces=visitor.session))
+        return response
 
     def render(self, request: Request, visitor: Visitor, name: str, status: int = 200, **context: Any) -> Response:
         template = self.env.get_template(name)
@@ -203,9 +244,14 @@ class ReviewApp:
         return self.render(request, visitor, "error.html", status=status, status_code=status, message=message)
 
     def needs_reviewer(self, request: Request, visitor: Visitor) -> Response | None:
-        """A response when nobody is known yet (sign in), else None."""
+        """A response when nobody is known yet (sign in; in local mode a stranger without the access token gets 401),
+        else None. In local mode a page's `?token=` is the access token, exchanged for a session first."""
+        if self.options.auth == "local" and ACCESS_PARAM in request.query_params:
+            return self.admit(request, visitor)
         if visitor.reviewer is not None:
             return None
+        if self.options.auth == "local" and visitor.signed_in is None:
+            return self.error(request, visitor, 401, STRANGER)
         if self.options.auth == "proxy":
             return self.error(
                 request,
@@ -223,8 +269,9 @@ class ReviewApp:
     async def form(self, request: Request, visitor: Visitor) -> dict[str, str] | Response:
         """The POST's urlencoded fields (first value of each), or a 403/413 response (CSRF, size)."""
         body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            return self.error(request, visitor, 413, f"form larger than {MAX_FORM_BYTES} bytes")
+        limit = self.options.limits.max_body_bytes  # BodyLimit has refused larger ones unread; this holds without it
+        if len(body) > limit:
+            return self.error(request, visitor, 413, f"form larger than {limit} bytes")
         try:
             parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
         except UnicodeDecodeError:
@@ -243,7 +290,15 @@ class ReviewApp:
         visitor = self.visitor(request)
         if self.options.auth == "proxy":
             return self.needs_reviewer(request, visitor) or RedirectResponse("/", status_code=303)
-        return self.render(request, visitor, "login.html", next=_local_path(request.query_params.get("next")))
+        if self.options.auth == "local" and ACCESS_PARAM in request.query_params:
+            return self.admit(request, visitor)
+        return self.login_form(request, visitor, 200, _local_path(request.query_params.get("next")))
+
+    def login_form(self, request: Request, visitor: Visitor, status: int, target: str, problem: str = "") -> Response:
+        # local mode asks for the access token too until the browser has been admitted
+        ask_token = self.options.auth == "tokens" or visitor.signed_in is None
+        extra = {"problem": problem} if problem else {}
+        return self.render(request, visitor, "login.html", status=status, next=target, ask_token=ask_token, **extra)
 
     async def login(self, request: Request) -> Response:
         visitor = self.visitor(request)
@@ -252,17 +307,20 @@ class ReviewApp:
             return fields
         target = _local_path(fields.get("next"))
         if self.options.auth == "local":
+            if visitor.signed_in is None:
+                if not same_token(fields.get("token", "").strip(), self.options.access_token or ""):
+                    return self.login_form(request, visitor, 403, target, "that is not this server's access token")
+                admitted = self.sign_in(replaces=visitor.session)
+                visitor = Visitor(admitted, None, True, self.sessions.get(admitted.sid))
             name = clean_name(fields.get("reviewer"))
             if name is None:
-                return self.render(
-                    request, visitor, "login.html", status=400, next=target, problem="give your name (1–100 characters)"
-                )
-            session = new_session(reviewer=name)
+                return self.login_form(request, visitor, 400, target, "give your name (1–100 characters)")
+            session = self.sign_in(reviewer=name, replaces=visitor.session)
         elif self.tokens is not None:
             token = (fields.get("token") or "").strip()
             if self.tokens.reviewer_for(fingerprint(token)) is None:
-                return self.render(request, visitor, "login.html", status=403, next=target, problem="unknown token")
-            session = new_session(token=fingerprint(token))
+                return self.login_form(request, visitor, 403, target, "unknown token")
+            session = self.sign_in(token=fingerprint(token), replaces=visitor.session)
         else:
             return self.error(request, visitor, 400, "sign-in is the proxy's job in proxy mode")
         response = RedirectResponse(target, status_code=303)
@@ -274,6 +332,7 @@ class ReviewApp:
         fields = await self.form(request, visitor)
         if isinstance(fields, Response):
             return fields
+        self.sessions.revoke(visitor.session.sid)  # a copy of the cookie is a stranger's from now on
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -471,6 +530,8 @@ class ReviewApp:
 
     def chart_png(self, request: Request) -> Response:
         visitor = self.visitor(request)
+        if self.options.auth == "local" and ACCESS_PARAM in request.query_params:
+            return self.admit(request, visitor)
         if visitor.reviewer is None:
             return Response(status_code=401)
         try:
@@ -542,9 +603,12 @@ def _local_path(target: str | None) -> str:
     return target
 
 
-def create_app(settings: Settings, options: ServeOptions | None = None) -> Starlette:
+def create_app(
+    settings: Settings, options: ServeOptions | None = None, clock: Callable[[], float] = time.monotonic
+) -> Starlette:
+    """The review page's app; `clock` (seconds) is what session expiry is measured on."""
     options = options or ServeOptions()
-    review = ReviewApp(settings, options)
+    review = ReviewApp(settings, options, clock)
     routes = [
         Route("/", review.queue),
         Route("/entry", review.entry),
@@ -561,6 +625,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None) -> Starl
     allowed = None
     if options.auth == "local":
         allowed = LOOPBACK_NAMES | {options.host, f"[{options.host}]"}
+    # outermost last: the Host check first, then the body read within its limits, then the pages
+    app.add_middleware(BodyLimit, max_bytes=options.limits.max_body_bytes, timeout_s=options.limits.body_timeout_s)
     app.add_middleware(SecurityHeaders, allowed_hosts=allowed)
     app.state.review = review
     return app

@@ -1,14 +1,19 @@
-"""Who is reviewing: the signed session cookie, and the three ways a reviewer's name is known.
+"""Who is reviewing: the session cookie, and the three ways a reviewer's name is known.
 
-- ``local``: the page asks the name once and keeps it in the session cookie (one person on their own machine).
+- ``local``: only the person who started the server may use it. `citegate serve` makes an access token at each
+  start (or takes ``CITEGATE_REVIEW_TOKEN``) and prints it once, as a URL; opening that URL (or pasting the token
+  into the sign-in page) admits the browser, which then gives the reviewer's name once. Another user of the machine
+  reaching 127.0.0.1 without the token is a stranger (401 on every page, 403 on every POST).
 - ``proxy``: a trusted reverse proxy authenticates and sets a header (``--auth-header``, default
   X-Forwarded-User); citegate trusts it, so the port must be reachable by the proxy only.
 - ``tokens``: a file of ``NAME TOKEN`` lines (``--tokens``); a reviewer sends ``Authorization: Bearer TOKEN`` or
   pastes the token once into the sign-in page, and the session holds its fingerprint (removing the line from the
   file signs that reviewer out at the next request).
 
-The cookie is ``payload.signature``: the payload is base64url JSON, the signature HMAC-SHA256 under a secret kept
-in a 0600 file beside the reviews log (generated on first start). Standard library only.
+The cookie is ``payload.signature``: the payload is base64url JSON naming a random session id, the signature
+HMAC-SHA256 under a secret kept in a 0600 file beside the reviews log (generated on first start). Who the session
+belongs to, and whether it is still alive, is held by the server (sessions.py), never by the cookie. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ COOKIE = "citegate_review_session"
 SECRET_BYTES = 32
 MIN_TOKEN_CHARS = 24
 MAX_NAME_CHARS = 100
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.~+/=]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -74,9 +80,7 @@ def clean_name(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Session:
-    sid: str  # random, names the browser session; the CSRF token is bound to it
-    reviewer: str | None = None  # local mode: the name asked once
-    token: str | None = None  # tokens mode: the fingerprint of the token signed in with
+    sid: str  # random, names the browser session; the CSRF token is bound to it, the server's store to its owner
 
 
 class Signer:
@@ -87,7 +91,7 @@ class Signer:
         return hmac.new(self.secret, f"{purpose}\n{text}".encode(), hashlib.sha256).hexdigest()
 
     def dump(self, session: Session) -> str:
-        payload = json.dumps({"sid": session.sid, "reviewer": session.reviewer, "token": session.token})
+        payload = json.dumps({"sid": session.sid})
         body = base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
         return f"{body}.{self.sign('session', body)}"
 
@@ -104,14 +108,33 @@ class Signer:
             return None
         if not isinstance(record, dict) or not isinstance(record.get("sid"), str):
             return None
-        reviewer, token = record.get("reviewer"), record.get("token")
-        return Session(
-            record["sid"], reviewer if isinstance(reviewer, str) else None, token if isinstance(token, str) else None
+        return Session(record["sid"])
+
+
+def new_session() -> Session:
+    return Session(secrets.token_urlsafe(32))
+
+
+def new_access_token() -> str:
+    """The local mode's access token: made at each start, printed once."""
+    return secrets.token_urlsafe(32)
+
+
+def check_access_token(token: str, source: str) -> str:
+    """A given access token (CITEGATE_REVIEW_TOKEN), checked like a reviewer token; the error never shows it."""
+    if len(token) < MIN_TOKEN_CHARS or not TOKEN_CHARS.fullmatch(token):
+        raise AuthError(
+            f"{source}: the access token is too short or holds other characters (at least {MIN_TOKEN_CHARS} of "
+            "A-Z a-z 0-9 - _ . ~ + / =)"
         )
+    return token
 
 
-def new_session(reviewer: str | None = None, token: str | None = None) -> Session:
-    return Session(secrets.token_hex(16), reviewer, token)
+def same_token(sent: str | None, expected: str) -> bool:
+    """Whether a sent token is the expected one, in constant time (hashed first: any length, any text)."""
+    if not sent:
+        return False
+    return hmac.compare_digest(hashlib.sha256(sent.encode()).digest(), hashlib.sha256(expected.encode()).digest())
 
 
 def fingerprint(token: str) -> str:
@@ -147,7 +170,7 @@ class TokenFile:
             reviewer = clean_name(name)
             if reviewer is None:
                 raise AuthError(f"{self.path}:{n}: expected `NAME TOKEN` (a reviewer name, a space, a token)")
-            if len(token) < MIN_TOKEN_CHARS or not re.fullmatch(r"[A-Za-z0-9_\-.~+/=]+", token):
+            if len(token) < MIN_TOKEN_CHARS or not TOKEN_CHARS.fullmatch(token):
                 raise AuthError(
                     f"{self.path}:{n}: the token of {reviewer!r} is too short or holds other characters "
                     f"(at least {MIN_TOKEN_CHARS}; make one with "
