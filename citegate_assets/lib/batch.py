@@ -124,7 +124,7 @@ def build_frames(
             status, unescape = PROFILE_UNKNOWN, "none"
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         else:
-            split, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in rec.retrieved])
+            split, found = split_prompt(messages, profile, rec.retrieved)
             status, unescape = (PROFILE_OK if found else PROFILE_NO_CONTEXT), profile.unescape
             if uses_block_search(profile, split, found):
                 in_block.add(rec.request_id)

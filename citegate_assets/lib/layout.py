@@ -98,7 +98,7 @@ def prompt_layout(
         status, block_search = UNKNOWN, False
     else:
         unescape = profile.unescape
-        pieces, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in retrieved])
+        pieces, found = split_prompt(messages, profile, retrieved)
         status = OK if found else NO_CONTEXT
         block_search = uses_block_search(profile, pieces, found)
         if block_search:
