@@ -8,6 +8,7 @@ their structural role; the pieces are normalized and joined later (see ingest_fr
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .normalize_plain import normalize_str, unescape_html
@@ -307,7 +308,7 @@ class _Sections:
         chunk_ids = [self._chunk_of(header) for header, _ in sections]
         if len(set(chunk_ids)) == len(chunk_ids):
             return sections
-        twice = {c for c in chunk_ids if chunk_ids.count(c) > 1}
+        twice = {c for c, n in Counter(chunk_ids).items() if n > 1}
         return [
             (header, end)
             for (header, end), chunk_id in zip(sections, chunk_ids)
@@ -334,21 +335,23 @@ class _Placed:
     """One chunk's text followed through the block from its header on."""
 
     def __init__(self, raw_text: str, unescape: str):
-        self.unescape = unescape
-        self.squeezed = "".join(raw_text.split())  # the text as retrieved, whitespace removed
-        self.squeezed_at = 0  # where may_hold found the last boundary in it
+        self.raw, self.unescape = raw_text, unescape  # the text as retrieved
+        self.raw_at = 0  # where may_hold found the last boundary in it
         self.text: str | None = None  # the chunk's normalized text, read once a boundary may be in it
         self.at = 0  # how much of it the block's text matched from the header on
 
     def may_hold(self, boundary: str) -> bool:
-        """A necessary test without N: the boundary's characters stand in the chunk's text after the last one's
-        (a serving layer may re-space or HTML-escape a chunk's text, not change its characters)."""
-        wanted = "".join((unescape_html(boundary) if self.unescape == "html" else boundary).split())
-        found = self.squeezed.find(wanted, self.squeezed_at) if wanted else -1
-        if found < 0:
-            return False
-        self.squeezed_at = found + len(wanted)
-        return True
+        """A necessary test without N: each word of the boundary stands in the chunk's text, in order, after the
+        last boundary's (a serving layer may re-space or HTML-escape a chunk's text, not change its words)."""
+        words = (unescape_html(boundary) if self.unescape == "html" else boundary).split()
+        at = self.raw_at
+        for word in words:
+            found = self.raw.find(word, at)
+            if found < 0:
+                return False
+            at = found + len(word)
+        self.raw_at = at
+        return bool(words)
 
     def holds(self, before: str, boundary: str, after: str, named: str | None) -> bool:
         """The chunk's text goes on with the block's normalized text before the boundary, then the boundary, and
