@@ -23,7 +23,14 @@ from pathlib import Path
 
 from citegate_assets.lib.config import Config, load_config
 from citegate_assets.lib.containers import decode_body
-from citegate_assets.lib.layout import Layout, block_label, prompt_layout, provenance_verdict, resolve_cited_id
+from citegate_assets.lib.layout import (
+    OVER_BUDGET,
+    Layout,
+    block_label,
+    prompt_layout,
+    provenance_verdict,
+    resolve_cited_id,
+)
 from citegate_assets.lib.normalize_plain import normalize_str
 from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
@@ -70,15 +77,21 @@ class PromptReport:
     chunks: tuple[ChunkArrival, ...]
     normalized_prompt: str = field(repr=False)
     context: tuple[int, int] | None = None  # the context block in normalized_prompt
+    status: str = "ok"  # as prompts.profile_status: ok | no_context_block | location_budget_exceeded
 
     @property
     def failures(self) -> list[str]:
-        out = [] if self.context_found else [f"no context block found (template {self.template})"]
-        return out + [
+        return self._unchecked() + [
             f"{c.chunk_id}: {c.arrived}" + (f" ({c.share:.0%} arrived)" if c.arrived == "cut" else "")
             for c in self.chunks
             if c.arrived in ("cut", "missing")
         ]
+
+    def _unchecked(self) -> list[str]:
+        """Why the prompt could not be checked, if it could not."""
+        if self.status == OVER_BUDGET:
+            return [f"chunks not located: the search of the prompt hit its work bound (template {self.template})"]
+        return [] if self.context_found else [f"no context block found (template {self.template})"]
 
 
 @dataclass(frozen=True)
@@ -132,14 +145,15 @@ def check_prompt(
     (with the share that arrived), in pieces or not at all; and whether a context block was found.
 
     raise_on: arrivals to fail loudly on, e.g. {"cut", "missing"}; add "no_context" for a prompt whose context
-    block was not found. Raises GuardError listing them. Bad arguments raise ValueError naming the field.
+    block was not found. Raises GuardError listing them. A prompt whose chunks could not be located within the
+    work bound (status location_budget_exceeded) fails any raise_on. Bad arguments raise ValueError naming the field.
     """
     report, _ = _prompt(prompt, retrieved, encoding, template, config)
     if raise_on:
         wanted = set(raise_on)
         failures = [f"{c.chunk_id}: {c.arrived}" for c in report.chunks if c.arrived in wanted]
-        if "no_context" in wanted and not report.context_found:
-            failures.insert(0, f"no context block found (template {report.template})")
+        if report.status == OVER_BUDGET or ("no_context" in wanted and not report.context_found):
+            failures[:0] = report._unchecked()
         if failures:
             raise GuardError(failures)
     return report
@@ -159,6 +173,7 @@ def check_citations(
     plus the numeric check's missing quantities for citations whose provenance is ok.
 
     raise_on: reasons to fail loudly on, e.g. {"span_truncated", "fabricated_id"}; "numeric_mismatch" counts too.
+    A prompt whose chunks could not be located within the work bound fails any raise_on.
     """
     report, layout = _prompt(prompt, retrieved, encoding, template, config)
     parsed = parse_citations(citations)
@@ -199,6 +214,8 @@ def check_citations(
     if raise_on:
         wanted = set(raise_on)
         failures = [f"citation {c.position} ({c.chunk_id}): {c.reason}" for c in verdicts if c.reason in wanted]
+        if report.status == OVER_BUDGET:
+            failures[:0] = report._unchecked()
         if "numeric_mismatch" in wanted:
             failures += [
                 f"citation {c.position} ({c.chunk_id}): numeric_mismatch {', '.join(c.missing_quantities)}"
@@ -293,7 +310,9 @@ def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport
                 c["chunk_id"], arrived, round(min(1.0, got / full), 4) if full else float(bool(mine)), len(mine)
             )
         )
-    report = PromptReport(template, layout.status == "ok", tuple(arrivals), layout.prompt, layout.context)
+    report = PromptReport(
+        template, layout.status == "ok", tuple(arrivals), layout.prompt, layout.context, layout.status
+    )
     return report, layout
 
 

@@ -33,7 +33,7 @@ create table if not exists prompt_rows (
     prompt_encoding varchar not null,    -- text | json | python_repr
     prompt_raw varchar,                  -- the prompt field exactly as logged (null: dropped, schema 10)
     prompt_sha256 varchar not null,      -- sha256 of prompt_raw (UTF-8)
-    profile_status varchar not null,     -- ok | no_context_block | unknown_template
+    profile_status varchar not null,     -- ok | no_context_block | unknown_template | location_budget_exceeded
     answer varchar,
     source_file varchar not null,
     source_line bigint not null,

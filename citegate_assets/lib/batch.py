@@ -37,6 +37,7 @@ class Frames:
 
 Refused = tuple[int, Record, Reject]  # (key, record, why): a valid record the batch could not take
 PROFILE_OK, PROFILE_NO_CONTEXT, PROFILE_UNKNOWN = "ok", "no_context_block", "unknown_template"
+PROFILE_OVER_BUDGET = "location_budget_exceeded"  # the chunks were sought by content and the search hit its bound
 PROFILE_AUTO = "auto"  # while building: decided once the chunks are sought (ok or no_context_block)
 
 
@@ -124,7 +125,7 @@ def build_frames(
             status, unescape = PROFILE_UNKNOWN, "none"
             pieces = [(i, role, "outside", None, None, text) for i, (role, text) in enumerate(messages)]
         else:
-            split, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in rec.retrieved])
+            split, found = split_prompt(messages, profile, rec.retrieved)
             status, unescape = (PROFILE_OK if found else PROFILE_NO_CONTEXT), profile.unescape
             if uses_block_search(profile, split, found):
                 in_block.add(rec.request_id)
@@ -213,9 +214,15 @@ def build_frames(
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(normalized)
     sections = _sections(normalized, retrievals, prompts)
-    located, bounds = _locate_auto(prompts, joined, retrievals, normalized, in_block, block_labels)
+    located, bounds, over_budget = _locate_auto(prompts, joined, retrievals, normalized, in_block, block_labels)
     sections = pl.concat([sections, located]).sort("request_id", "section_no") if located.height else sections
     prompts = _assemble_prompts(prompts, normalized, joined, sections, bounds, now)
+    if over_budget:  # not located at all: every citation of the prompt is unverifiable (context_not_found)
+        prompts = prompts.with_columns(
+            profile_status=pl.when(pl.col("request_id").is_in(list(over_budget)))
+            .then(pl.lit(PROFILE_OVER_BUDGET))
+            .otherwise(pl.col("profile_status"))
+        )
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
     retrievals = (
         retrievals.join(
@@ -632,16 +639,17 @@ def _locate_auto(
     pieces: pl.DataFrame,
     in_block: set[str],
     block_labels: dict[str, dict[int, str]],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame, set[str]]:
     """Each retrieved chunk sought by content: in the whole prompt (template auto; the chunks found make the
-    block, returned as bounds) or inside the block a profile found (`in_block`). The regions are the sections."""
+    block, returned as bounds) or inside the block a profile found (`in_block`). The regions are the sections;
+    the requests whose search hit its work bound (locate.work_budget) have none."""
     auto = (
         prompts.select("request_id", "day", "profile_status")
         .filter((pl.col("profile_status") == PROFILE_AUTO) | pl.col("request_id").is_in(list(in_block)))
         .select("request_id", "day")
     )
     if auto.is_empty():
-        return pl.DataFrame(schema=SECTION_SCHEMA), pl.DataFrame(schema=BOUNDS_SCHEMA)
+        return pl.DataFrame(schema=SECTION_SCHEMA), pl.DataFrame(schema=BOUNDS_SCHEMA), set()
     blocks = (
         dict(
             (
@@ -688,7 +696,7 @@ def _locate_auto(
             .iter_rows()
         ):
             spans.setdefault(rid, []).append((start, end, block_labels[rid].get(message_no)))
-    rows, bounds = [], []
+    rows, bounds, over_budget = [], [], set()
     for rid, day in auto.iter_rows():
         text = texts.get(rid) or ""
         if rid in in_block:
@@ -697,6 +705,8 @@ def _locate_auto(
             found = locate_chunks(text, chunks.get(rid, []), *blocks[rid])
         else:
             found = locate_chunks(text, chunks.get(rid, []))
+        if found.over_budget:
+            over_budget.add(rid)
         for n, r in enumerate(found.regions):
             rows.append(
                 (
@@ -714,10 +724,7 @@ def _locate_auto(
             )
         if found.context is not None and rid not in in_block:
             bounds.append((rid, *found.context))
-    return (
-        _frame(rows, SECTION_SCHEMA),
-        _frame(bounds, BOUNDS_SCHEMA),
-    )
+    return _frame(rows, SECTION_SCHEMA), _frame(bounds, BOUNDS_SCHEMA), over_budget
 
 
 def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retrievals: pl.DataFrame) -> list[tuple]:

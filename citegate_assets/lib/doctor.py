@@ -36,7 +36,7 @@ from .adapters import (
     read_head,
     record_line,
 )
-from .batch import PROFILE_NO_CONTEXT, PROFILE_UNKNOWN, Frames, frames_of_records, template_of
+from .batch import PROFILE_NO_CONTEXT, PROFILE_OVER_BUDGET, PROFILE_UNKNOWN, Frames, frames_of_records, template_of
 from .config import Config
 from .landing import Entry, OutsideLanding, is_trace_name, landing_entries, landing_root, open_entry
 from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, open_stream, read_lines
@@ -53,9 +53,10 @@ RESUME_SKIP = 16  # chunk characters the template may have replaced ("<code>" ->
 RESUME_GROWTH = 6  # prompt characters per replaced character ('"' -> "&quot;")
 RESUME_WINDOW = 8  # and a few more
 RESUME_PROBE = 16  # the chunk text that must resume
-KINDS = ("no_block", "unknown", "unresolved", "missing", "altered", "cut")
+KINDS = ("no_block", "over_budget", "unknown", "unresolved", "missing", "altered", "cut")
 KIND_WORDS = {
     "no_block": "no context block",
+    "over_budget": "chunk location over its work bound",
     "unknown": "unknown template",
     "unresolved": "section with no chunk",
     "missing": "retrieved chunk not found",
@@ -91,6 +92,7 @@ class Fit:
     block_chunks: int = 0  # retrieved chunks of prompts with a context block
     unresolved: int = 0  # sections whose chunk_id is null
     no_block: int = 0  # prompts with profile_status no_context_block
+    over_budget: int = 0  # prompts with profile_status location_budget_exceeded
     unknown: int = 0  # prompts with profile_status unknown_template
     lost: int = 0  # retrieved chunks missing and not at the end, in any prompt
     examples: dict[str, Example] = field(default_factory=dict)
@@ -98,7 +100,7 @@ class Fit:
 
     @property
     def misfits(self) -> int:
-        return self.lost + self.altered + self.unresolved + self.no_block + self.unknown
+        return self.lost + self.altered + self.unresolved + self.no_block + self.over_budget + self.unknown
 
     @property
     def fits(self) -> bool:
@@ -130,6 +132,11 @@ class Fit:
             )
         if self.no_block:
             why.append(f"no context block in {self.no_block} of {self.records} prompts")
+        if self.over_budget:
+            why.append(
+                f"chunks not located within the work bound in {self.over_budget} of {self.records} prompts "
+                '(docs/auto.md, "Bounded work")'
+            )
         if self.unresolved:
             why.append(f"{self.unresolved} chunk sections name no retrieved chunk")
         if self.altered:
@@ -434,6 +441,9 @@ def tally(frames: Frames, origin: dict[str, tuple[str, int]]) -> dict[tuple[str,
         if status == PROFILE_NO_CONTEXT:
             f.no_block += 1
             example(f, "no_block", rid)
+        elif status == PROFILE_OVER_BUDGET:
+            f.over_budget += 1
+            example(f, "over_budget", rid)
         elif status == PROFILE_UNKNOWN:
             f.unknown += 1
             example(f, "unknown", rid)
@@ -444,7 +454,7 @@ def tally(frames: Frames, origin: dict[str, tuple[str, int]]) -> dict[tuple[str,
     for rid, cid, position, found, at_end, status in chunk_fits(frames).iter_rows():
         f = fit(rid)
         f.chunks += 1
-        with_block = status not in (PROFILE_NO_CONTEXT, PROFILE_UNKNOWN)
+        with_block = status not in (PROFILE_NO_CONTEXT, PROFILE_OVER_BUDGET, PROFILE_UNKNOWN)
         f.block_chunks += with_block
         if found == "missing":
             f.missing += 1
@@ -569,7 +579,7 @@ def render(report: Report, logs: str | Path, config_name: str, limit: int | None
             f.at_end,
             f.altered,
             f.unresolved,
-            f.no_block + f.unknown,
+            f.no_block + f.over_budget + f.unknown,
         )
         lines.append(f"{s:<{sw}}{t:<{tw}}" + "".join(f"{v:>9}" for v in values))
     lines.append("")

@@ -18,6 +18,7 @@ from .profiles import AUTO, BODY, CONTEXT, HEADER, OUTSIDE, Piece, Profile, spli
 HTML_ENTITIES_IN_PROMPTS = ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#x27;")
 _ENTITY = re.compile("|".join(re.escape(e) for e in HTML_ENTITIES_IN_PROMPTS))
 OK, NO_CONTEXT, UNKNOWN = "ok", "no_context_block", "unknown_template"
+OVER_BUDGET = "location_budget_exceeded"  # the chunks were sought by content and the search hit its bound
 
 
 def auto_unescape(messages: list[tuple[str, str]], retrieved: list[dict]) -> str:
@@ -65,7 +66,7 @@ class Section:
 @dataclass
 class Layout:
     template: str
-    status: str  # ok | no_context_block | unknown_template
+    status: str  # ok | no_context_block | unknown_template | location_budget_exceeded
     unescape: str
     prompt: str  # normalized, pieces joined by one space
     context: tuple[int, int] | None
@@ -98,7 +99,7 @@ def prompt_layout(
         status, block_search = UNKNOWN, False
     else:
         unescape = profile.unescape
-        pieces, found = split_prompt(messages, profile, retrieved_ids=[r["chunk_id"] for r in retrieved])
+        pieces, found = split_prompt(messages, profile, retrieved)
         status = OK if found else NO_CONTEXT
         block_search = uses_block_search(profile, pieces, found)
         if block_search:
@@ -126,6 +127,8 @@ def prompt_layout(
         else:
             located = locate_chunks(prompt, ordered, *context)
         layout.located = located
+        if located.over_budget:  # nothing located: every citation is unverifiable (context_not_found)
+            layout.status = OVER_BUDGET
         spans = (
             [(s, e, labels.get(i)) for i, (s, e) in enumerate(zip(starts, ends))] if template == AUTO and labels else []
         )

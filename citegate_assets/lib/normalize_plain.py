@@ -98,10 +98,15 @@ def normalize_str(text: str, unescape: str = "none") -> str:
     """N on one string: unescape (html profiles), line endings, NFC, fold look-alikes, NFC, collapse whitespace,
     trim."""
     if unescape == "html":
-        text = _ENTITY.sub(lambda m: _ENTITY_CHAR[m.group()], text)
+        text = unescape_html(text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = unicodedata.normalize("NFC", text).translate(_FOLD)
     text = unicodedata.normalize("NFC", text)
     if _NOT_WHITE_SPACE.search(text) is None:  # str.split's whitespace is White_Space plus U+001C..U+001F
         return " ".join(text.split())
     return _RUNS.sub(" ", text).strip(WHITESPACE)
+
+
+def unescape_html(text: str) -> str:
+    """N's step 2 alone: the entities a template engine escaped, replaced in one leftmost pass."""
+    return _ENTITY.sub(lambda m: _ENTITY_CHAR[m.group()], text)

@@ -169,6 +169,8 @@ def render_unlocated(entry: dict, profile, chars: int = 600) -> str:
     ]
     if status == "no_context_block":
         lines.append("  the profile did not find the context block it looks for:")
+    elif status == "location_budget_exceeded":
+        lines.append("  the chunks were sought by their text and the search hit its work bound (docs/auto.md):")
     elif status == "unknown_template":
         lines.append("  no profile of that name is built in or in [templates]: nothing was looked for")
     if profile is not None:
