@@ -328,7 +328,7 @@ def test_the_review_page_refuses_a_log_replaced_by_a_link_and_reads_past_odd_ent
     (reviews / "env.jsonl").symlink_to("/proc/self/environ")
     server = Server(site, env={"CITEGATE_JUDGE_API_KEY": JUDGE_KEY})
     try:
-        session = sign_in(server.base)
+        session = sign_in(server)
         assert session.get(f"{server.base}/").status_code == 200
         page = session.get(f"{server.base}/entry", params={"id": citation_id})
         assert page.status_code == 200 and JUDGE_KEY not in page.text
