@@ -362,3 +362,15 @@ def test_a_config_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
     (tmp_path / "folder.toml").mkdir()
     with pytest.raises(where.SettingsError, match=r"folder\.toml: not a regular file \(a directory\)"):
         where.resolve(config=str(tmp_path / "folder.toml"), env={}, cwd=tmp_path)
+
+
+def test_the_review_pages_secret_and_tokens_files_are_never_read_from_a_fifo(tmp_path):
+    from citegate_assets.review_web.auth import AuthError, TokenFile, load_secret
+
+    secret, tokens = tmp_path / "reviews.web-secret", tmp_path / "tokens.txt"
+    for fifo in (secret, tokens):
+        os.mkfifo(fifo, 0o600)
+    with pytest.raises(AuthError, match=r"reviews\.web-secret: not a regular file \(a FIFO\)"):
+        finishes(lambda: load_secret(secret), [secret])
+    with pytest.raises(AuthError, match=r"tokens\.txt: not a regular file \(a FIFO\)"):
+        finishes(lambda: TokenFile(tokens), [tokens])

@@ -30,6 +30,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..lib.folders import read_named_file
+
 MODES = ("local", "proxy", "tokens")
 DEFAULT_PROXY_HEADER = "X-Forwarded-User"
 COOKIE = "citegate_review_session"
@@ -62,10 +64,18 @@ def load_secret(path: Path) -> bytes:
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
         raise AuthError(f"{path}: the review page's signing secret is readable by others (mode {mode:o}); chmod 600 it")
-    text = path.read_text(encoding="ascii").strip()
+    text = _read(path).decode("ascii", errors="replace").strip()
     if not re.fullmatch(r"[0-9a-f]{64}", text):
         raise AuthError(f"{path}: not a review-page secret (64 hex digits); delete it to have a new one generated")
     return bytes.fromhex(text)
+
+
+def _read(path: Path) -> bytes:
+    """A regular file's bytes, opened without blocking (a FIFO in its place is an error, not a hang)."""
+    try:
+        return read_named_file(path)
+    except IsADirectoryError as exc:
+        raise AuthError(str(exc)) from None
 
 
 def clean_name(value: str | None) -> str | None:
@@ -162,7 +172,7 @@ class TokenFile:
         if stamp == self._stamp:
             return
         by_fingerprint: dict[str, str] = {}
-        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+        for n, line in enumerate(_read(self.path).decode("utf-8", errors="replace").splitlines(), start=1):
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
