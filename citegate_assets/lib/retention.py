@@ -13,17 +13,19 @@ from datetime import date, datetime, timedelta
 
 import duckdb
 
+from citegate_assets.lib.file_rewrite import mark_text_removed
 from citegate_assets.lib.judge.batch_state import PENDING_PREFIX
 from citegate_assets.lib.text_store import rewrite_files_in_scope, sweep
 from citegate_assets.lib.warehouse import load_sql, query, run_script, transaction
 
 # The tables holding text copies, each with its own update in sql/retention/<table>.sql (the order is the
-# report's). Not here, with why (docs/retention.md): judge_cache (content-keyed, hashes and the judge's
-# answer only; forget deletes a request's entries), prompt_sections, best_evidence, numeric_checks,
-# support_sample, provenance_results, metric_lineage (offsets, ids, numbers and verdicts only).
+# report's, and judge_cache's entries are found by the claims citations still holds). Not here, with why
+# (docs/retention.md): prompt_sections, best_evidence, numeric_checks, support_sample, provenance_results,
+# metric_lineage (offsets, ids, numbers and verdicts only).
 TEXT_TABLES: tuple[str, ...] = (
     "prompts",
     "retrievals",
+    "judge_cache",  # deleted: the entries on the claims in scope
     "citations",
     "citation_queue",
     "answer_rejects",
@@ -94,6 +96,8 @@ def apply_retention(
             continue
         with transaction(con):
             rows = drop_text(con, days=[day])
+            if any(rows.values()):
+                mark_text_removed(con, "retention")
             for table, n in rows.items():
                 if n or (table == "prompts" and not any(rows.values())):  # a day with nothing left is recorded too
                     params = {"day": day, "table_name": table, "rows_dropped": n, "text_days": text_days}
@@ -109,7 +113,10 @@ def scrub_forgotten(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     with transaction(con):
         run_script(con, "retention/scope")
         run_script(con, "retention/forgotten_scope")
-        return {table: _update(con, table, *EVERY_DAY) for table in REFILLED_TABLES}
+        rows = {table: _update(con, table, *EVERY_DAY) for table in REFILLED_TABLES}
+        if any(rows.values()):
+            mark_text_removed(con, "forgotten text read again")
+        return rows
 
 
 def retained_days(con: duckdb.DuckDBPyConnection) -> list[date]:
