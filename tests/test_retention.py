@@ -306,3 +306,37 @@ def test_migration_14_names_rejected_lines_clears_dropped_quotes_and_marks_the_f
             ("r#1", 'expected "a quoted secret"'),
         ]
         assert con.sql("select why from pending_file_rewrite").fetchall() == [("text removed before schema 14",)]
+
+
+def test_a_batch_errors_quoting_its_lines_go_with_their_day_or_their_request(con):
+    """judge_batches.detail holds the provider's errors, which a gateway may quote the lines sent in: cleared when
+    retention drops a day the batch judged, or when forget takes a request whose claim it judged."""
+    from citegate_assets.lib.forget import forget_in_warehouse
+
+    now = utc_now()
+    old, recent = TODAY - timedelta(days=5), TODAY - timedelta(days=1)
+    for request_id, day in (("r-old", old), ("r-recent", recent), ("r-forgotten", recent)):
+        insert_prompt(con, request_id, day, now - timedelta(hours=2))
+        con.execute(
+            "insert into citations (citation_id, request_id, day, position, surface, answer_model, chunk_id, span, "
+            "claim, span_normalized, claim_normalized, normalization_version) values ($r || '#0', $r, $d, 0, 's', "
+            "'m', 'c', 'a span', 'claim of ' || $r, 'a span', 'claim of ' || $r, 'n1')",
+            {"r": request_id, "d": day},
+        )
+        con.execute(
+            "insert into judge_batches (batch_id, judge_model, template_version, day_start, day_end, requests, "
+            "input_file_id, status, detail, submitted_at, checked_at) values ('b-' || $r, 'j', 'v1', $d, $d + 1, 1, "
+            "'f', 'failed', 'line 1: \"claim of ' || $r || '\" is invalid', now(), now())",
+            {"r": request_id, "d": day},
+        )
+        con.execute(
+            "insert into judge_batch_items values ('b-' || $r, 'k-' || $r, 'p', sha256('claim of ' || $r))",
+            {"r": request_id},
+        )
+    assert apply_retention(con, 2, now)[old]["judge_batches"] == 1
+    forget_in_warehouse(con, ["r-forgotten"], by="t", reason=None, now=now)
+    assert con.sql("select batch_id, status, detail is null from judge_batches order by 1").fetchall() == [
+        ("b-r-forgotten", "failed", True),
+        ("b-r-old", "failed", True),
+        ("b-r-recent", "failed", False),
+    ]

@@ -1,9 +1,10 @@
 """Retention: drop the raw prompt and chunk text of day partitions older than [retention] text_days (docs/retention.md).
 
 What is dropped (set to null): every copy of a prompt's, a chunk's, a citation's or an answer's text in the day
-tables (TEXT_TABLES). What stays: sha256 hashes, offsets, lengths, reasons, verdicts and every metric input, so
-each weekly metric recomputes to the same value from what is kept. The same updates serve `citegate forget`
-(lib/forget.py), scoped by request id instead of by day.
+tables (TEXT_TABLES), and the judge cache's entries on the claims dropped (deleted). What stays: sha256 hashes,
+offsets, lengths, reasons, verdicts and every metric input, so each weekly metric recomputes to the same value from
+what is kept. The same updates serve `citegate forget` (lib/forget.py), scoped by request id instead of by day.
+Each marks the working file for a rewrite (lib/file_rewrite.py): its freed blocks still hold what was dropped.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ TEXT_TABLES: tuple[str, ...] = (
     "prompts",
     "retrievals",
     "judge_cache",  # deleted: the entries on the claims in scope
+    "judge_batches",  # the provider's errors (its batches are found by the claims too)
     "citations",
     "citation_queue",
     "answer_rejects",
