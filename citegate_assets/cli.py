@@ -701,6 +701,14 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 "(reopen the published copy)"
             )
         )
+    if result.rewrite is not None:
+        done = result.rewrite
+        print(
+            safe(
+                f"rewrote {done.path} without the freed blocks that held it ({done.bytes_before / 1e6:,.1f} -> "
+                f"{done.bytes_after / 1e6:,.1f} MB, {done.seconds:.1f} s)"
+            )
+        )
     for request_id in result.unknown:
         print(f"citegate: error: unknown request id {ident(request_id)}: nothing stored under it", file=sys.stderr)
     return 1 if result.unknown else 0

@@ -486,3 +486,10 @@ create table if not exists forgotten_requests (
     reason varchar,                      -- --reason, as given
     rows_touched varchar not null        -- JSON {table: rows} whose text was dropped or which were deleted
 );
+
+-- added in schema version 14 (sql/migrations/014_no_text_left.sql): a removal of text (retention, forget) marks the
+-- working file, whose freed blocks still hold the text, for a rewrite (lib/file_rewrite.py); the rewrite empties it
+create table if not exists pending_file_rewrite (
+    why varchar not null,                -- what removed text: retention, forget, ...
+    marked_at timestamptz not null
+);

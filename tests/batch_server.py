@@ -48,6 +48,7 @@ class ScriptedBatchServer:
         self.mangle = mangle
         self.hold = False
         self.fail_list = False  # GET /v1/batches answers 503
+        self.echo_upload_error = False  # an upload answers 400 quoting its first line, as validating gateways do
         self.uploads: dict[str, list[dict]] = {}
         self.upload_purposes: dict[str, str] = {}
         self.created: list[dict] = []
@@ -147,6 +148,8 @@ class ScriptedBatchServer:
         if "file" not in fields:
             return 400, _error_body(400, "no file part")
         filename, data = fields["file"]
+        if self.echo_upload_error:
+            return 400, _error_body(400, f"invalid line 1: {data.decode('utf-8').splitlines()[0][:2000]}")
         purpose = fields.get("purpose", (None, b""))[1].decode()
         file_id = f"file-in-{len(self.uploads)}"
         self.uploads[file_id] = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

@@ -91,6 +91,27 @@ def test_bad_record_is_rejected_with_reason(record, reason, detail, con, landing
     assert con.sql("select request_id from prompts order by 1").fetchall() == [("req-1",), ("req-2",)]
 
 
+def test_a_rejected_line_carries_the_request_id_it_names(con, landing, config):
+    """A line whose JSON parsed keeps its request id on the reject row (forget finds it by it) when a valid record
+    could have that id: a string, not blank, that is text. Nothing else names a request."""
+    lines = [
+        (json.dumps(good(9, logged_at="2026-11-02T10:00:00")), "timestamp_without_timezone", "req-9"),
+        (json.dumps(_without("prompt")), "missing_field", "req-9"),
+        (json.dumps(good(9, prompt_encoding="yaml")), "unknown_prompt_encoding", "req-9"),
+        (json.dumps(good(9, retrieved=[{"rank": 1, "text": "t"}])), "invalid_retrieved", "req-9"),
+        (json.dumps(good(9, prompt="\ud800 lone")), "invalid_unicode", "req-9"),  # ensure_ascii: the escape
+        (json.dumps(good(9, request_id="\ud800")), "invalid_unicode", None),  # no column can hold it
+        (json.dumps(good(9, request_id=12)), "wrong_type", None),
+        (json.dumps(good(9, request_id=" \t")), "empty_request_id", None),
+        (json.dumps(_without("request_id")), "missing_field", None),
+        ('{"request_id": "req-9", "logged_at": ', "invalid_json", None),  # never parsed: names nothing
+    ]
+    (landing / "a.jsonl").write_text("".join(line + "\n" for line, _, _ in lines))
+    ingest_landing(con, landing, config)
+    got = con.sql("select line_no, reason, request_id from ingest_rejects order by line_no").fetchall()
+    assert got == [(i, reason, rid) for i, (_, reason, rid) in enumerate(lines, 1)]
+
+
 @pytest.mark.parametrize(
     "citations,reason",
     [
@@ -384,6 +405,6 @@ def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypat
         con.execute("insert into schema_version values (10, now())")
     with connect(path) as con, connect(reference, read_only=True) as ref:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(13,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(14,)]
         assert con.sql(RAW_TEXT).fetchall() == ref.sql(RAW_TEXT).fetchall()
         assert con.sql("select count(*) from retrievals where raw_start is not null").fetchall() == [(0,)]

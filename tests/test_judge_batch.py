@@ -451,3 +451,18 @@ def test_a_batch_list_that_fails_creates_nothing(tmp_path):
     assert server.created == [] and server.uploads == {}
     assert result["verdict"].to_list() == ["error"] and "listing batches failed: HTTP 503" in result["raw_answer"][0]
     assert rows(db, "select count(*) from judge_cache") == [(0,)]
+
+
+def test_a_refused_upload_logs_no_pair_text(tmp_path):
+    """A provider that quotes the uploaded lines in its error: the run log (Dagster's event log keeps it for good)
+    gets the failure's kind and status only; the whole text is the pairs' raw_answer, which retention and forget
+    clear."""
+    db = tmp_path / "w.duckdb"
+    said: list[str] = []
+    with ScriptedBatchServer(_answer) as server:
+        server.echo_upload_error = True
+        result, _ = judge_items_batch(
+            make_connect(db), items("good SECRETCLAIM"), client_for(server), PRICES, days=DAYS, log=said.append
+        )
+    assert result["verdict"].to_list() == ["error"] and "invalid line 1: {" in result["raw_answer"][0]
+    assert said == ["judge batch: not submitted (upload failed: HTTP 400): 1 pairs, judged again next run"]

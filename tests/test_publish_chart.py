@@ -222,7 +222,7 @@ def test_rates_chart_closes_its_figures(tmp_path):
 def test_publish_refuses_a_copy_with_different_row_counts(source, tmp_path, monkeypatch):
     from citegate_assets.lib import publish
 
-    real = publish._row_counts
+    real = publish.row_counts
     calls = []
 
     def short_copy(con):
@@ -232,7 +232,7 @@ def test_publish_refuses_a_copy_with_different_row_counts(source, tmp_path, monk
             counts["main.answers"] -= 1
         return counts
 
-    monkeypatch.setattr(publish, "_row_counts", short_copy)
+    monkeypatch.setattr(publish, "row_counts", short_copy)
     target = tmp_path / "published.duckdb"
     with pytest.raises(RuntimeError, match="main.answers"):
         publish_copy(source, target)

@@ -188,7 +188,7 @@ def test_migration_10_lets_text_columns_hold_null(tmp_path):
             con.execute("insert into schema_version values (9, now())")
     with connect(path) as con:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(13,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(14,)]
         con.execute("update prompt_rows set prompt_raw = null, prompt_normalized = null")
         assert con.sql("select request_id, prompt_raw, prompt_sha256 = sha256('p') from prompts").fetchall() == [
             ("r1", None, True)
@@ -255,3 +255,88 @@ def test_a_run_planned_from_the_landing_folder_starts_after_the_retained_days(tm
     assert "2026-11-02" in plan.note and "[retention] text_days" in plan.note
     named = plan_days(landing, warehouse, date(2026, 11, 2), date(2026, 11, 2), today=today)
     assert named.start == date(2026, 11, 2)  # days the user names are kept: the run's check refuses them, naming why
+
+
+def test_migration_14_names_rejected_lines_clears_dropped_quotes_and_marks_the_file(tmp_path):
+    """A schema-13 warehouse: its rejected lines get the request id their JSON names, the location_mismatch quotes
+    of citations whose text was dropped go, and the file is marked for a rewrite (its freed blocks may hold text
+    removed before)."""
+    path = tmp_path / "old.duckdb"
+    with connect(path) as con:
+        ensure_schema(con)
+        reject = (
+            "insert into ingest_rejects (source_file, line_no, reason, raw_line, rejected_at) "
+            "values ('f', $n, 'r', $l, now())"
+        )
+        for n, line in enumerate(
+            [
+                '{"request_id": "r-named", "logged_at": "2026-11-02T10:00:00"}',
+                '{"request_id": 7}',
+                '{"request_id": "  "}',
+                '{"request_id": "r-cut", "prompt": "a line cut',
+                "[1, 2]",
+                None,
+            ],
+            1,
+        ):
+            con.execute(reject, {"n": n, "l": line})
+        citation = (
+            "insert into citations (citation_id, request_id, day, position, surface, answer_model, chunk_id, span, "
+            "claim, normalization_version, location_mismatch) values ($id, 'r', date '2026-11-02', 0, 's', 'm', 'c', "
+            "$span, $span, 'n1', 'expected \"a quoted secret\"')"
+        )
+        con.execute(citation, {"id": "r#0", "span": None})  # dropped by retention before schema 14
+        con.execute(citation, {"id": "r#1", "span": "kept"})
+        con.execute("insert into text_retention values (date '2026-11-02', 'citations', 1, 3, now())")
+        con.execute("drop table pending_file_rewrite")
+        con.execute("delete from schema_version")
+        con.execute("insert into schema_version values (13, now())")
+    with connect(path) as con:
+        ensure_schema(con)
+        assert con.sql("select line_no, request_id from ingest_rejects order by line_no").fetchall() == [
+            (1, "r-named"),
+            (2, None),
+            (3, None),
+            (4, None),
+            (5, None),
+            (6, None),
+        ]
+        assert con.sql("select citation_id, location_mismatch from citations order by 1").fetchall() == [
+            ("r#0", None),
+            ("r#1", 'expected "a quoted secret"'),
+        ]
+        assert con.sql("select why from pending_file_rewrite").fetchall() == [("text removed before schema 14",)]
+
+
+def test_a_batch_errors_quoting_its_lines_go_with_their_day_or_their_request(con):
+    """judge_batches.detail holds the provider's errors, which a gateway may quote the lines sent in: cleared when
+    retention drops a day the batch judged, or when forget takes a request whose claim it judged."""
+    from citegate_assets.lib.forget import forget_in_warehouse
+
+    now = utc_now()
+    old, recent = TODAY - timedelta(days=5), TODAY - timedelta(days=1)
+    for request_id, day in (("r-old", old), ("r-recent", recent), ("r-forgotten", recent)):
+        insert_prompt(con, request_id, day, now - timedelta(hours=2))
+        con.execute(
+            "insert into citations (citation_id, request_id, day, position, surface, answer_model, chunk_id, span, "
+            "claim, span_normalized, claim_normalized, normalization_version) values ($r || '#0', $r, $d, 0, 's', "
+            "'m', 'c', 'a span', 'claim of ' || $r, 'a span', 'claim of ' || $r, 'n1')",
+            {"r": request_id, "d": day},
+        )
+        con.execute(
+            "insert into judge_batches (batch_id, judge_model, template_version, day_start, day_end, requests, "
+            "input_file_id, status, detail, submitted_at, checked_at) values ('b-' || $r, 'j', 'v1', $d, $d + 1, 1, "
+            "'f', 'failed', 'line 1: \"claim of ' || $r || '\" is invalid', now(), now())",
+            {"r": request_id, "d": day},
+        )
+        con.execute(
+            "insert into judge_batch_items values ('b-' || $r, 'k-' || $r, 'p', sha256('claim of ' || $r))",
+            {"r": request_id},
+        )
+    assert apply_retention(con, 2, now)[old]["judge_batches"] == 1
+    forget_in_warehouse(con, ["r-forgotten"], by="t", reason=None, now=now)
+    assert con.sql("select batch_id, status, detail is null from judge_batches order by 1").fetchall() == [
+        ("b-r-forgotten", "failed", True),
+        ("b-r-old", "failed", True),
+        ("b-r-recent", "failed", False),
+    ]

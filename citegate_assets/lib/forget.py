@@ -19,11 +19,12 @@ from pathlib import Path
 import duckdb
 
 from citegate_assets.lib import lake as lake_module
+from citegate_assets.lib.file_rewrite import Rewrite, mark_text_removed, rewrite_if_text_removed
 from citegate_assets.lib.publish import publish_lake
 from citegate_assets.lib.retention import drop_text
 from citegate_assets.lib.runlock import run_lock
 from citegate_assets.lib.text_store import sweep
-from citegate_assets.lib.warehouse import connect, ensure_schema, load_sql, query, run_script, transaction
+from citegate_assets.lib.warehouse import connect, ensure_schema, query, run_script, transaction
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class ForgetResult:
     days: list[date] = field(default_factory=list)
     published: dict | None = None
     removed_files: list[str] = field(default_factory=list)
+    rewrite: Rewrite | None = None  # the working file rewritten without the freed blocks that held the text
 
 
 def forgetter(by: str | None) -> str:
@@ -67,12 +69,9 @@ def forget_in_warehouse(
                 result.pointers.append(Pointer(request_id, file, line, what))
             for file, line in query(con, "retention/review_lines", {"request_id": request_id}).fetchall():
                 result.pointers.append(Pointer(request_id, file, line, "review"))
-            run_script(con, "retention/scope")
-            con.execute("insert into scope_requests values ($r)", {"r": request_id})
-            [(cached,)] = con.execute(load_sql("retention/judge_cache")).fetchall()  # before the claims go
             [(first, last)] = query(con, "retention/request_span", {"request_id": request_id}).fetchall()
             span = (first, last) if first is not None else None
-            rows = drop_text(con, request_ids=[request_id], span=span) | {"judge_cache": cached}
+            rows = drop_text(con, request_ids=[request_id], span=span)
             result.forgotten[request_id] = rows
             run_script(
                 con,
@@ -85,6 +84,8 @@ def forget_in_warehouse(
                     "rows_touched": json.dumps(rows, sort_keys=True),
                 },
             )
+        if any(any(rows.values()) for rows in result.forgotten.values()):
+            mark_text_removed(con, "forget")
     con.execute("checkpoint")  # the updated blocks are written now, not left in the WAL
     sweep(con)  # the text files that held the requests' prompts, rewritten without them (lib/text_store.py)
     return result
@@ -113,4 +114,6 @@ def forget(
             result.published = publish_lake(warehouse, published, lake, run_days=result.days)
             # every earlier generation may hold the text: keep only the files the new manifest names
             result.removed_files = lake_module.collect_garbage(lake, result.published["generation"])
+        # the working file's freed blocks still hold the text (after the publish, which a failed rewrite must not stop)
+        result.rewrite = rewrite_if_text_removed(warehouse)
     return result

@@ -985,7 +985,9 @@ class _Run:
             for key, (f, line) in enumerate(lines)
         }
         plain = [line for _, line in lines if isinstance(line, Line)]
-        rejects = list(parsed.rejects)
+        # a rejected line of a forgotten request: its reject row keeps no text, as a refused copy's does below
+        forgotten = self.known.forgotten([r["request_id"] for r in parsed.rejects if r["request_id"] is not None])
+        rejects = [{**r, "raw_line": None} if r["request_id"] in forgotten else r for r in parsed.rejects]
         kept, duplicates, conflicts = self._drop_known_requests(parsed.claims, origin)
         for claim, why, text_removed in duplicates:
             entry = lines[claim.key][1]

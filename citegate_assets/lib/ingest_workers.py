@@ -85,7 +85,7 @@ def reject_row(key: int, reject: Reject, raw_text: str | None, rec: Record | Cla
     return {
         "key": key,
         "day": rec.day if rec else None,
-        "request_id": rec.request_id if rec else None,
+        "request_id": rec.request_id if rec else reject.request_id,
         "reason": reject.reason,
         "detail": reject.detail,
         "raw_line": raw_text,

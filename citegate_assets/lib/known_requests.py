@@ -41,6 +41,12 @@ class KnownRequests:
         finally:
             self.con.unregister("batch_keys")
 
+    def forgotten(self, request_ids: list[str]) -> set[str]:
+        """Which of these ids `citegate forget` removed (a handful at most: read exactly)."""
+        if not request_ids:
+            return set()
+        return {rid for (rid,) in query(self.con, "ingest/forgotten_ids", {"ids": sorted(set(request_ids))}).fetchall()}
+
     def _sorted_history(self) -> pl.DataFrame:
         if self._history is None:
             self._history = query(self.con, "ingest/request_hashes").pl()  # sorted by the hash

@@ -63,7 +63,7 @@ LAKE_TABLES: tuple[LakeTable, ...] = (
     ),
     LakeTable("prompt_sections", "day", None),
     LakeTable("retrievals", "day", "count(text)::varchar"),
-    LakeTable("citations", "day", "count(span)::varchar"),
+    LakeTable("citations", "day", "count(span)::varchar || ':' || count(location_mismatch)::varchar"),
     LakeTable("provenance_results", "day", "max(checked_at)"),
     LakeTable("support_sample", "day", None),
     LakeTable("numeric_checks", "day", "max(checked_at)"),
@@ -337,11 +337,14 @@ def abandon_generation(lake: Lake, manifest: dict) -> list[str]:
     return own
 
 
-def collect_garbage(lake: Lake, previous_generation: str | None) -> list[str]:
+def collect_garbage(lake: Lake, previous_generation: str | None, purge_days: Iterable[date] = ()) -> list[str]:
     """Delete partition files no reader can need: those named by no manifest of the previous published
     generation or a newer one, and older than that generation (a newer one may be another publisher's upload,
     not recorded yet). A reader holding the previous published file keeps working; one holding an older file
-    may not. Returns the removed files (relative to the lake)."""
+    may not. purge_days (the days whose text retention dropped): their day partitions' files that the manifest in
+    force does not name go too, the previous generation's included, so a dropped text leaves the lake the night it
+    is dropped (a reader still holding the previous published file may then lose those days). Returns the removed
+    files (relative to the lake)."""
     store = open_store(lake)
     history = [k for k in store.list(f"{MANIFESTS}/") if k.count("/") == 1 and k.endswith(".json")]
     keep_from = previous_generation or ""
@@ -349,11 +352,16 @@ def collect_garbage(lake: Lake, previous_generation: str | None) -> list[str]:
     for key in history:
         if _stem(key) >= keep_from and (found := store.read(key)) is not None:
             keep |= manifest_files(json.loads(found[0].decode("utf-8")))
+    purge = {f"day={d.isoformat()}" for d in purge_days}
+    current = read_manifest(store) if purge else {"generation": None, "tables": {}}
+    in_force, newest = manifest_files(current), current["generation"] or ""
     removed = []
     for spec in LAKE_TABLES:
         for key in store.list(f"{spec.name}/"):
             # a newer generation's file no manifest names yet: another publisher's upload in flight
-            if key not in keep and (not keep_from or _generation_of(key) < keep_from):
+            unneeded = key not in keep and (not keep_from or _generation_of(key) < keep_from)
+            superseded = key.split("/")[1] in purge and key not in in_force and _generation_of(key) < newest
+            if unneeded or superseded:
                 store.delete(key)
                 removed.append(key)
     for key in history:

@@ -23,7 +23,7 @@ import duckdb
 from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib import lake_store
 from citegate_assets.lib.durable import fsync_dir, fsync_file
-from citegate_assets.lib.warehouse import connect, sql_identifier, sql_literal
+from citegate_assets.lib.warehouse import connect, query, sql_identifier, sql_literal
 
 # Tables in the database the connection opened, excluding temporary and internal ones.
 _TABLES_SQL = """
@@ -61,7 +61,7 @@ def publish_copy(source: Path, target: Path) -> dict:
     try:
         with connect(source, read_only=True) as con:
             source_db = con.sql("select current_database()").fetchall()[0][0]
-            expected = _row_counts(con)
+            expected = row_counts(con)
             alias = "pub" if source_db != "pub" else "pub_copy"
             # ATTACH inherits the read-only mode of the source connection unless told otherwise.
             con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
@@ -71,8 +71,8 @@ def publish_copy(source: Path, target: Path) -> dict:
             finally:
                 con.execute(f"detach {alias}")
         with connect(tmp, read_only=True) as con:
-            copied = _row_counts(con)
-        _check_counts(expected, copied)
+            copied = row_counts(con)
+        check_counts(expected, copied)
         os.chmod(tmp, 0o600)
         fsync_file(tmp)
         os.replace(tmp, target)
@@ -126,7 +126,8 @@ def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeS
             manifest, written = lake_module.export_changed(
                 con, store, generation=generation, force_days=run_days, old=old
             )
-            expected = _row_counts(con, PUBLISHED_AS)
+            expected = row_counts(con, PUBLISHED_AS)
+            retained = [day for (day,) in query(con, "retention/retained_days").fetchall()]
             source_db = con.sql("select current_database()").fetchall()[0][0]
             alias = "pub" if source_db != "pub" else "pub_copy"
             con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
@@ -137,7 +138,7 @@ def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeS
                 con.execute(f"detach {alias}")
         with connect(tmp, read_only=True) as con:
             copied = _published_counts(con, manifest)
-        _check_counts(expected, copied)
+        check_counts(expected, copied)
         os.chmod(tmp, 0o600)
         fsync_file(tmp)
         lake_module.record_generation(store, manifest)
@@ -160,7 +161,8 @@ def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeS
     finally:
         _remove(tmp)
         backup.unlink(missing_ok=True)
-    removed = lake_module.collect_garbage(store, previous)
+    # a retained day's superseded files hold the text retention dropped: they go now, not a night later
+    removed = lake_module.collect_garbage(store, previous, purge_days=retained)
     return {
         "tables": len(expected),
         "views": len(manifest["tables"]),
@@ -217,7 +219,7 @@ def _published_counts(con: duckdb.DuckDBPyConnection, manifest: dict) -> dict[st
     ETag); and a kept part's rows equal the warehouse's count for its day (export_changed rewrites it
     otherwise). So the sum differs from the working table's count exactly when the view's would, e.g. for rows
     with no day, which no partition holds."""
-    counts = _row_counts(con)
+    counts = row_counts(con)
     for schema, view in con.sql(_VIEWS_SQL).fetchall():
         entry = manifest["tables"].get(view) if schema == "main" else None
         if entry is None:
@@ -226,7 +228,7 @@ def _published_counts(con: duckdb.DuckDBPyConnection, manifest: dict) -> dict[st
     return counts
 
 
-def _row_counts(con: duckdb.DuckDBPyConnection, published_as: dict[str, str] | None = None) -> dict[str, int]:
+def row_counts(con: duckdb.DuckDBPyConnection, published_as: dict[str, str] | None = None) -> dict[str, int]:
     """Rows per table, keyed by schema.table, or by the name published_as gives a table."""
     counts = {}
     for schema, table in con.sql(_TABLES_SQL).fetchall():
@@ -236,15 +238,16 @@ def _row_counts(con: duckdb.DuckDBPyConnection, published_as: dict[str, str] | N
     return counts
 
 
-def _check_counts(expected: dict[str, int], copied: dict[str, int]) -> None:
+def check_counts(expected: dict[str, int], copied: dict[str, int], what: str = "publish") -> None:
+    """Every table of the source in the copy with its rows, and no other (what: the copy's purpose, for errors)."""
     for table, rows in expected.items():
         if table not in copied:
-            raise RuntimeError(f"publish: table {table} is missing from the copy")
+            raise RuntimeError(f"{what}: table {table} is missing from the copy")
         if copied[table] != rows:
-            raise RuntimeError(f"publish: table {table} has {copied[table]} rows in the copy, {rows} in the source")
+            raise RuntimeError(f"{what}: table {table} has {copied[table]} rows in the copy, {rows} in the source")
     extra = sorted(set(copied) - set(expected))
     if extra:
-        raise RuntimeError(f"publish: the copy has tables the source does not: {', '.join(extra)}")
+        raise RuntimeError(f"{what}: the copy has tables the source does not: {', '.join(extra)}")
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
 
 from .containers import ENCODINGS
@@ -32,6 +32,7 @@ _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")  # the same AS
 class Reject:
     reason: str
     detail: str
+    request_id: str | None = None  # the line's request id, when it had one a valid record could have
 
 
 @dataclass
@@ -98,7 +99,8 @@ def _parse_line(line: str, now: datetime, raw: bytes | None) -> Record | Reject:
         return Reject("not_an_object", f"line holds a JSON {type(obj).__name__}, not an object")
     escaped = _SURROGATE_ESCAPE.search(line) if raw is None else _SURROGATE_ESCAPE_BYTES.search(raw)
     if escaped and _has_lone_surrogate(obj):
-        return Reject("invalid_unicode", "a \\uD800-\\uDFFF escape that is not half of a surrogate pair: not text")
+        why = "a \\uD800-\\uDFFF escape that is not half of a surrogate pair: not text"
+        return Reject("invalid_unicode", why, request_id_of(obj))
     return parse_record(obj, now)
 
 
@@ -111,7 +113,26 @@ def _has_lone_surrogate(obj) -> bool:
     return False
 
 
+def request_id_of(obj: dict) -> str | None:
+    """The request id a rejected line names, when a valid record could have it (a string, not blank, that is text):
+    its reject row carries it, so `citegate forget` finds the rejected copy. Anything else names no request."""
+    value = obj.get("request_id")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no column can hold it
+        return None
+    return value
+
+
 def parse_record(obj: dict, now: datetime) -> Record | Reject:
+    """A record, or why not (with the request id the object names, if any)."""
+    result = _parse_record(obj, now)
+    return replace(result, request_id=request_id_of(obj)) if isinstance(result, Reject) else result
+
+
+def _parse_record(obj: dict, now: datetime) -> Record | Reject:
     for key, typ in REQUIRED.items():
         if key not in obj or obj[key] is None:
             return Reject("missing_field", f"required field '{key}' is missing or null")

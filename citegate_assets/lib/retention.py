@@ -1,9 +1,10 @@
 """Retention: drop the raw prompt and chunk text of day partitions older than [retention] text_days (docs/retention.md).
 
 What is dropped (set to null): every copy of a prompt's, a chunk's, a citation's or an answer's text in the day
-tables (TEXT_TABLES). What stays: sha256 hashes, offsets, lengths, reasons, verdicts and every metric input, so
-each weekly metric recomputes to the same value from what is kept. The same updates serve `citegate forget`
-(lib/forget.py), scoped by request id instead of by day.
+tables (TEXT_TABLES), and the judge cache's entries on the claims dropped (deleted). What stays: sha256 hashes,
+offsets, lengths, reasons, verdicts and every metric input, so each weekly metric recomputes to the same value from
+what is kept. The same updates serve `citegate forget` (lib/forget.py), scoped by request id instead of by day.
+Each marks the working file for a rewrite (lib/file_rewrite.py): its freed blocks still hold what was dropped.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from datetime import date, datetime, timedelta
 
 import duckdb
 
+from citegate_assets.lib.file_rewrite import mark_text_removed
 from citegate_assets.lib.judge.batch_state import PENDING_PREFIX
 from citegate_assets.lib.text_store import rewrite_files_in_scope, sweep
 from citegate_assets.lib.warehouse import load_sql, query, run_script, transaction
 
 # The tables holding text copies, each with its own update in sql/retention/<table>.sql (the order is the
-# report's). Not here, with why (docs/retention.md): judge_cache (content-keyed, hashes and the judge's
-# answer only; forget deletes a request's entries), prompt_sections, best_evidence, numeric_checks,
-# support_sample, provenance_results, metric_lineage (offsets, ids, numbers and verdicts only).
+# report's, and judge_cache's entries are found by the claims citations still holds). Not here, with why
+# (docs/retention.md): prompt_sections, best_evidence, numeric_checks, support_sample, provenance_results,
+# metric_lineage (offsets, ids, numbers and verdicts only).
 TEXT_TABLES: tuple[str, ...] = (
     "prompts",
     "retrievals",
+    "judge_cache",  # deleted: the entries on the claims in scope
+    "judge_batches",  # the provider's errors (its batches are found by the claims too)
     "citations",
     "citation_queue",
     "answer_rejects",
@@ -94,6 +98,8 @@ def apply_retention(
             continue
         with transaction(con):
             rows = drop_text(con, days=[day])
+            if any(rows.values()):
+                mark_text_removed(con, "retention")
             for table, n in rows.items():
                 if n or (table == "prompts" and not any(rows.values())):  # a day with nothing left is recorded too
                     params = {"day": day, "table_name": table, "rows_dropped": n, "text_days": text_days}
@@ -109,7 +115,10 @@ def scrub_forgotten(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     with transaction(con):
         run_script(con, "retention/scope")
         run_script(con, "retention/forgotten_scope")
-        return {table: _update(con, table, *EVERY_DAY) for table in REFILLED_TABLES}
+        rows = {table: _update(con, table, *EVERY_DAY) for table in REFILLED_TABLES}
+        if any(rows.values()):
+            mark_text_removed(con, "forgotten text read again")
+        return rows
 
 
 def retained_days(con: duckdb.DuckDBPyConnection) -> list[date]:

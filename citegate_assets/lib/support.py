@@ -55,6 +55,12 @@ RESULT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
+def _headline(error: str) -> str:
+    """An error's kind and HTTP status, without the message after them ("upload failed: HTTP 400: ...")."""
+    parts = error.split(": ")
+    return ": ".join(parts[:2] if len(parts) > 1 and parts[1].startswith("HTTP ") else parts[:1])
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -160,7 +166,9 @@ def judge_items_batch(
                 part, metadata={"citegate_days": f"{days[0]}..{days[1]}", "citegate_template": TEMPLATE_VERSION}
             )
         except BatchSubmitError as exc:
-            say(f"judge batch: {exc}")
+            # the provider's message may quote the pairs sent: the run log (Dagster's, kept for good) gets its
+            # head only; the whole text is each pair's raw_answer, which retention and forget clear
+            say(f"judge batch: not submitted ({_headline(str(exc))}): {len(part):,} pairs, judged again next run")
             now = utc_now()
             for req in part:
                 fresh[req.key] = _row(JudgeResult(req.key, "error", str(exc), attempts=1), model, prices, now, factor)
