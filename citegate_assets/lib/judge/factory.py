@@ -47,7 +47,7 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, masked
     """masked: secrets besides those `cfg` names that the judge masks in what it answers (the primary's, for the
     secondary judge)."""
     env = os.environ if env is None else env
-    masked = (*masked, *configured_secrets(cfg, env))
+    configured = cfg
     cfg = effective_judge_config(cfg, env)
     if not cfg.base_url:
         return make_offline_judge(
@@ -60,7 +60,7 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, masked
         base_url=cfg.base_url,
         model=cfg.model,
         api_key=env.get(cfg.api_key_env) or NO_KEY,  # local servers often need none; never logged
-        masked=masked,
+        masked=(*masked, *configured_secrets(configured, env)),
         concurrency=int(cfg.concurrency),
         timeout_s=float(cfg.timeout_s),
         max_tokens=int(cfg.max_tokens),
