@@ -19,15 +19,15 @@ import functools
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from citegate_assets.lib.processes import spawned_pool
 from citegate_assets.lib.runlock import run_lock
 from citegate_assets.lib.settings import Settings
 
@@ -117,7 +117,7 @@ def run_night_in_parallel(
         night.all_events.extend(result.all_events)
         return bool(result.success)
 
-    pool = ProcessPoolExecutor(at_once, mp_context=get_context("spawn"))
+    pool = spawned_pool(at_once)  # the day processes exit with this one, however it dies
     try:
         # the day processes import Dagster and load the definitions while ingest runs
         warming = [pool.submit(warm_up) for _ in range(at_once)]

@@ -12,7 +12,8 @@ GET /v1/files/{id}/content. Each batch is `validating` when created, `in_progres
 to the error file); `mangle(lines)` may then rewrite the output file's lines (garble, drop, duplicate).
 What the server received is recorded: `uploads` (file id -> parsed JSONL lines), `created` (batch create bodies),
 `polls` (batch id -> count), `downloads` (file ids), `lists` (the query of each list request) and `paths`
-(method and path of every request).
+(method and path of every request). A reply's text and `failure_message` (a failed batch's error) may hold the
+placeholders of judge_server.echo_key: the key of the poll that finished the batch is echoed there.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 
-from .judge_server import Reply, _completion_body, _error_body, _Server
+from .judge_server import Reply, _completion_body, _error_body, _Server, echo_key
 
 Answer = Callable[[dict, int], Reply]
 Mangle = Callable[[list[str]], list[str]]
@@ -49,6 +50,7 @@ class ScriptedBatchServer:
         self.hold = False
         self.fail_list = False  # GET /v1/batches answers 503
         self.echo_upload_error = False  # an upload answers 400 quoting its first line, as validating gateways do
+        self.failure_message = "scripted batch failure"  # a failed batch's error
         self.uploads: dict[str, list[dict]] = {}
         self.upload_purposes: dict[str, str] = {}
         self.created: list[dict] = []
@@ -124,7 +126,7 @@ class ScriptedBatchServer:
             elif method == "GET" and path == "/v1/batches":
                 status, payload = self._list(handler.path)
             elif method == "GET" and len(parts) == 4 and parts[:3] == ["", "v1", "batches"]:
-                status, payload = self._poll(parts[3])
+                status, payload = self._poll(parts[3], handler.headers.get("Authorization"))
             elif method == "GET" and len(parts) == 5 and parts[:3] == ["", "v1", "files"] and parts[4] == "content":
                 if parts[3] not in self.files:
                     status, payload = 404, _error_body(404, "no such file")
@@ -211,7 +213,7 @@ class ScriptedBatchServer:
         }
         return 200, json.dumps(payload).encode()
 
-    def _poll(self, batch_id: str) -> tuple[int, bytes]:
+    def _poll(self, batch_id: str, authorization: str | None = None) -> tuple[int, bytes]:
         batch = self.batches.get(batch_id)
         if batch is None:
             return 404, _error_body(404, "no such batch")
@@ -220,16 +222,18 @@ class ScriptedBatchServer:
             if self.hold or self.polls[batch_id] < self.polls_to_finish:
                 batch["status"] = "in_progress"
             else:
-                self._finish(batch)
+                self._finish(batch, authorization)
         return 200, json.dumps(batch).encode()
 
-    def _finish(self, batch: dict) -> None:
+    def _finish(self, batch: dict, authorization: str | None = None) -> None:
         status = self.final_status
         batch["status"] = status
         if status == "failed":
             batch["errors"] = {
                 "object": "list",
-                "data": [{"code": "invalid_request", "message": "scripted batch failure", "line": 1}],
+                "data": [
+                    {"code": "invalid_request", "message": echo_key(self.failure_message, authorization), "line": 1}
+                ],
             }
             return
         lines = self.uploads[batch["input_file_id"]]
@@ -238,11 +242,12 @@ class ScriptedBatchServer:
         out, errors = [], []
         for i, line in enumerate(lines):
             reply = self.answer(line["body"], i)
+            text = echo_key(reply.text, authorization) if reply.text is not None else None
             if reply.status == 200:
                 response = {
                     "status_code": 200,
                     "request_id": f"req_{i}",
-                    "body": json.loads(_completion_body(line["body"], reply.text, i)),
+                    "body": json.loads(_completion_body(line["body"], text, i)),
                 }
                 out.append(
                     json.dumps(
@@ -253,7 +258,7 @@ class ScriptedBatchServer:
                 response = {
                     "status_code": reply.status,
                     "request_id": f"req_{i}",
-                    "body": json.loads(_error_body(reply.status, reply.text)),
+                    "body": json.loads(_error_body(reply.status, text)),
                 }
                 errors.append(
                     json.dumps(

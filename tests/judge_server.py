@@ -3,6 +3,11 @@
     with ScriptedJudgeServer(lambda req, i: Reply("no")) as server:
         judge = OpenAIJudge(JudgeSettings(base_url=server.base_url, model="m"))
 
+A gateway that echoes the key: a reply's text (the content of a 200, the message of an error, a raw body) may hold
+the placeholders of `echo_key`, each replaced by the key of the request's `Authorization: Bearer` header, as
+written (KEY), JSON-escaped with every other character as \\uXXXX and '/' as '\\/' (KEY_JSON), or URL-escaped
+(KEY_URL).
+
 Every complete request body that parses as a JSON object is recorded (`requests`, with
 `arrival_times` from time.monotonic() and `request_headers`); a body cut short (its client was killed
 mid-send) or unparseable gets a 400 and is only counted (`incomplete_requests`): it is not a call. The
@@ -21,9 +26,19 @@ import socket
 import struct
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+KEY, KEY_JSON, KEY_URL = "<key>", "<key:json>", "<key:url>"
+
+
+def echo_key(text: str, authorization: str | None) -> str:
+    """text with the placeholders replaced by the bearer token of `authorization` (see the module docstring)."""
+    token = (authorization or "").removeprefix("Bearer ")
+    escaped = "".join(f"\\u{ord(c):04x}" if i % 2 else c for i, c in enumerate(token)).replace("/", "\\/")
+    return text.replace(KEY_JSON, escaped).replace(KEY_URL, urllib.parse.quote(token, safe="")).replace(KEY, token)
 
 
 @dataclass
@@ -172,6 +187,11 @@ class ScriptedJudgeServer:
                 self._send(handler, 404, {"Content-Type": "application/json"}, _error_body(404, "no such route"))
                 return
             reply = self.answer(request_json, index)
+            authorization = handler.headers.get("Authorization")
+            if reply.text is not None:
+                reply = replace(reply, text=echo_key(reply.text, authorization))
+            if reply.body is not None:
+                reply = replace(reply, body=echo_key(reply.body.decode(), authorization).encode())
             if reply.delay_s > 0:
                 self._stopping.wait(reply.delay_s)
             answering()

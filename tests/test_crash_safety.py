@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect
 
@@ -218,3 +220,190 @@ def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_n
     unchanged_by_design = ("published_sha256", "manifest", "judge_cache", "prompt_count_history", "metric_week_inputs")
     changed = [t for t in before if t not in unchanged_by_design and after.get(t) != before[t]]
     assert changed == [], {t: sorted(set(before[t]) ^ set(after.get(t, [])))[:3] for t in changed}
+
+
+# -- worker processes exit with the process that started them, however it dies ------------------------------------
+
+GONE_WITHIN_S = 60.0  # a liveness bound, not a speed one: a worker should be gone in about a second
+
+
+def proc_stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, parent pid, CPU ticks used, start time) of a process; None when it is gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[19])
+
+
+def pool_processes(root: int) -> dict[int, int]:
+    """pid -> start time of every multiprocessing process (a pool's worker, its resource tracker) under root."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (stat := proc_stat(int(entry))) is not None:
+            parents.setdefault(stat[1], []).append(int(entry))
+    found, todo = {}, [root]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                cmdline = open(f"/proc/{child}/cmdline", "rb").read()
+            except OSError:
+                continue
+            stat = proc_stat(child)
+            if b"multiprocessing" in cmdline and stat is not None:
+                found[child] = stat[3]
+    return found
+
+
+def workers_of(processes: dict[int, int]) -> list[int]:
+    return [pid for pid in processes if b"spawn_main" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return b""
+
+
+def still_alive(processes: dict[int, int]) -> list[int]:
+    """The ones still running (a zombie has exited; a pid with another start time is another process)."""
+    alive = []
+    for pid, started in processes.items():
+        stat = proc_stat(pid)
+        if stat is not None and stat[0] not in "ZX" and stat[3] == started:
+            alive.append(pid)
+    return alive
+
+
+def wait_for(probe, limit_s: float = 240.0):
+    deadline = time.monotonic() + limit_s
+    while not (found := probe()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def kill_and_check(proc: subprocess.Popen, processes: dict[int, int]) -> list[int]:
+    """kill -9 the process, then the pool processes still running GONE_WITHIN_S later (killed after the check)."""
+    try:
+        assert proc.poll() is None, "the run ended before it was killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while still_alive(processes) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return still_alive(processes)
+    finally:
+        for pid in still_alive(processes):
+            os.kill(pid, signal.SIGKILL)
+
+
+def drain(proc: subprocess.Popen, lines: list[str]) -> None:
+    """Read the process's output in a thread, so that it never blocks on a full pipe."""
+    import threading
+
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+
+
+def test_a_killed_run_leaves_no_offline_judge_worker(tmp_path, dagster_home):
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=1, requests_per_day=700, seed=4, malformed=False)  # 1,578 judged citations
+    config = tmp_path / "c.toml"
+    config.write_text("[surfaces.default]\nstakes = 'high'\n")  # no endpoint: the offline judge, in 2 processes
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "CITEGATE_LABELS": str(tmp_path / "no-labels")}
+    proc = start_run(landing, tmp_path / "w.duckdb", config, env, "--workers", "2")
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "support_verdicts - judging" in line:
+            break
+    drain(proc, seen)
+    processes = wait_for(lambda: (found := pool_processes(proc.pid)) and len(workers_of(found)) >= 2 and found)
+    assert len(workers_of(processes)) == 2, "".join(seen[-20:])
+    assert kill_and_check(proc, processes) == []
+
+
+INGEST_WITH_WORKERS = (
+    "import sys\n"
+    "from citegate_assets.lib import ingest_workers\n"
+    "ingest_workers.SPAWN_AFTER_BYTES = 0  # parse in the workers from the first batch\n"
+    "from citegate_assets.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_a_killed_run_leaves_no_ingest_parse_worker(tmp_path, dagster_home):
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=1, requests_per_day=2600, seed=9, prompt_kb=1, malformed=False)
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    cmd = [sys.executable, "-c", INGEST_WITH_WORKERS, "run", "--logs", str(landing)]
+    cmd += ["--warehouse", str(tmp_path / "w.duckdb"), "--workers", "2"]
+    proc = subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    drain(proc, seen)
+    processes = wait_for(lambda: (found := pool_processes(proc.pid)) and len(workers_of(found)) >= 2 and found)
+    assert not any("provenance:" in line for line in seen), "killed after ingest, not during it"
+    assert len(workers_of(processes)) == 2, "".join(seen[-20:])
+    assert kill_and_check(proc, processes) == []
+
+
+def test_a_killed_night_leaves_no_day_process(tmp_path, dagster_home):
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=2, requests_per_day=20, seed=3, malformed=False)  # two days: the day runs' pool
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    proc = start_run(landing, tmp_path / "w.duckdb", None, env, "--workers", "2")
+    seen: list[str] = []
+    drain(proc, seen)
+    processes = wait_for(lambda: (found := pool_processes(proc.pid)) and len(workers_of(found)) >= 2 and found)
+    assert len(workers_of(processes)) == 2, "".join(seen[-20:])
+    assert kill_and_check(proc, processes) == []
+
+
+POOL_THEN_WAIT = """
+import re, sys, threading, time
+from citegate_assets.lib.processes import spawned_pool
+
+def start():
+    pool = spawned_pool(2)
+    if sys.argv[1] == "busy":  # in C code that holds the GIL for hours: no Python thread of the worker runs
+        for _ in range(2):
+            pool.submit(re.match, r"(a+)+$", "a" * 64 + "b")
+    else:
+        for _ in range(2):
+            pool.submit(time.sleep, 3600)
+    return pool
+
+if sys.argv[2] == "main":
+    pool = start()
+else:  # made on a thread that then ends: no parent-death signal (it would fire then), the watchdog alone
+    pools = []
+    spawner = threading.Thread(target=lambda: pools.append(start()))
+    spawner.start()
+    spawner.join()
+print("started", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.mark.parametrize(
+    ("work", "thread"),
+    [("busy", "main"), ("idle", "main"), ("idle", "other")],
+)
+def test_pool_workers_die_with_their_parent(work, thread):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", POOL_THEN_WAIT, work, thread],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    processes = wait_for(lambda: (found := pool_processes(proc.pid)) and len(workers_of(found)) >= 2 and found, 120)
+    if work == "busy":  # both workers inside the regex: past their start-up (about 1 s of CPU)
+        ticks = os.sysconf("SC_CLK_TCK")
+        assert wait_for(lambda: all((proc_stat(p) or ("", 0, 0, 0))[2] > 3 * ticks for p in workers_of(processes)))
+    assert len(workers_of(processes)) == 2
+    if thread == "other":  # the thread that spawned them has ended: they live on while their parent does
+        time.sleep(2)
+        assert len(still_alive(processes)) == len(processes)
+    assert kill_and_check(proc, processes) == []

@@ -69,8 +69,8 @@ def vu(text: str) -> list[tuple[str, str | None]]:
         ("$10-$20", [("10", "USD"), ("20", "USD")]),
         ("$10-20", [("10", "USD"), ("20", "USD")]),
         ("1-2 million", [("1000000", None), ("2000000", None)]),
-        # signs are ignored
-        ("-5 degrees", [("5", None)]),
+        # a sign is part of the quantity; "+" is the positive value
+        ("-5 degrees", [("-5", None)]),
         ("+10 seats", [("10", None)]),
         # years and plain integers count
         ("in 2026.", [("2026", None)]),
@@ -139,9 +139,9 @@ def test_text_is_as_written_and_a_range_keeps_its_whole_text():
 
 
 def test_normalized_dashes_make_ranges():
-    # the texts arrive normalized: an en dash is "-" by then
+    # the texts arrive normalized: an en dash is "-" by then; a leading minus sign is still a minus
     assert vu(normalize_text("3\u20135 business days")) == [("3", None), ("5", None)]
-    assert vu(normalize_text("\u221210 \u2014 20")) == [("10", None), ("20", None)]
+    assert vu(normalize_text("\u221210 \u2014 20")) == [("-10", None), ("20", None)]
 
 
 # ------------------------------------------------------------------------------- missing_quantities
@@ -438,3 +438,156 @@ def test_percentage_and_amount_with_another_percentage_is_a_mismatch(case, other
     passage = normalize_text("In 2025, " + claim.replace(pct, other_text, 1))
     got = [(q.value, q.unit) for q in missing_quantities(normalize_text(claim), passage)]
     assert got == [pct_q]
+
+
+# ------------------------------------------------------------------------------------------------- signs
+
+MINUSES = ["-", "\u2212", "\u2013"]  # hyphen-minus, minus sign, en dash used as a minus
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("\u221220 \u00b0C", [("-20", None)]),
+        ("-20 \u00b0C", [("-20", None)]),
+        ("\u201320 \u00b0C", [("-20", None)]),
+        ("-500 USD", [("-500", "USD")]),
+        ("-$500", [("-500", "USD")]),
+        ("$-500", [("-500", "USD")]),
+        ("USD -1,200.50", [("-1200.5", "USD")]),
+        ("returned -5.6% over the year", [("-5.6", "%")]),
+        ("a -.5 change", [("-0.5", None)]),
+        ("x=-5, y=(-3), [-2]", [("-5", None), ("-3", None), ("-2", None)]),
+        ("-0", [("0", None)]),  # minus zero is zero
+        ("from -10 to -5", [("-10", None), ("-5", None)]),  # a range keeps each end's sign
+        ("between -5 and 5", [("-5", None), ("5", None)]),
+        ("from -3.5% to 2%", [("-3.5", "%"), ("2", "%")]),
+        ("Q3 -20%", [("-20", "%")]),  # after an identifier (no amount), a dash before a number is its minus
+    ],
+)
+def test_signs_are_part_of_the_quantity(text, expected):
+    assert vu(text) == expected
+    assert vu(normalize_text(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # ranges, with any dash and spacing
+        ("10-20", [("10", None), ("20", None)]),
+        ("10\u201320", [("10", None), ("20", None)]),
+        ("10 \u2013 20", [("10", None), ("20", None)]),
+        ("10 - 20", [("10", None), ("20", None)]),
+        ("10 -20", [("10", None), ("20", None)]),  # a dash after an amount joins a range
+        ("5%-10%", [("5", "%"), ("10", "%")]),
+        ("$10-$20", [("10", "USD"), ("20", "USD")]),
+        ("pages 3--5", [("3", None), ("5", None)]),
+        # dates, phone numbers, identifiers
+        ("2024-01-05", [("2024", None), ("1", None), ("5", None)]),
+        ("on 2024\u201301\u201305", [("2024", None), ("1", None), ("5", None)]),
+        ("call 555-1234", [("555", None), ("1234", None)]),
+        ("+1-555-123-4567", [("1", None), ("555", None), ("123", None), ("4567", None)]),
+        ("revenue desk: (555) 123-4567", [("555", None), ("123", None), ("4567", None)]),
+        ("ISO-9001", []),
+        ("COVID-19", []),
+        ("ISO\u20139001 and COVID\u221219", []),
+        ("NW-200", []),
+        ("kb-0042#c3", []),
+        ("v-2", []),
+        # a tolerance is not a negative
+        ("+/-5%", [("5", "%")]),
+        # a dash after a closing bracket joins, and the em dash is punctuation
+        ("(2019)-2020", [("2019", None), ("2020", None)]),
+        ("the total \u2014 20 units", [("20", None)]),
+    ],
+)
+def test_what_is_not_a_negative(text, expected):
+    assert vu(normalize_text(text)) == expected
+    assert not [value for value, _ in vu(text) if value.startswith("-")]  # nor before normalization
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # an amount with a currency in parentheses: negative wherever it is
+        ("($500)", [("-500", "USD")]),
+        ("(USD 1,200)", [("-1200", "USD")]),
+        ("(\u20ac45.50)", [("-45.5", "EUR")]),
+        ("$(500)", [("-500", "USD")]),  # the currency outside, as accounts write it
+        ("\u00a3 (1,200)", [("-1200", "GBP")]),
+        # a bare amount in parentheses: negative in a financial text (a currency amount, or an accounting word)
+        ("Net loss was (500).", [("-500", None)]),
+        ("Operating income 1,200 (300) 900", [("1200", None), ("-300", None), ("900", None)]),
+        ("Cash $2,000, change (1,250.50)", [("2000", "USD"), ("-1250.5", None)]),
+        # ... and not elsewhere, nor a note or list marker, a year, a percentage or a phone area code
+        ("The room holds (500) people.", [("500", None)]),
+        ("see note (2) of the income statement", [("2", None)]),
+        ("Smith (2019) on income", [("2019", None)]),
+        ("revenue grew (5%)", [("5", "%")]),
+        ("revenue desk (555) 123-4567", [("555", None), ("123", None), ("4567", None)]),
+    ],
+)
+def test_parentheses_are_negative_amounts_in_financial_text(text, expected):
+    assert vu(text) == expected
+
+
+@pytest.mark.parametrize(
+    "claim,passage",
+    [
+        ("It was 20 \u00b0C.", "It was \u221220 \u00b0C."),
+        ("It was 20 \u00b0C.", "It was -20 \u00b0C."),
+        ("It was 20 \u00b0C.", "It was \u201320 \u00b0C."),
+        ("It was -20 \u00b0C.", "It was 20 \u00b0C."),
+        ("It lost 500 USD.", "It lost -500 USD."),
+        ("It made $500.", "Net result ($500)."),
+        ("Net loss was (500).", "Net loss was 500, revenue $2,000."),
+        ("The change was -3%.", "The change was 3%."),
+    ],
+)
+def test_a_sign_difference_is_a_mismatch(claim, passage):
+    assert missing_quantities(claim, passage) != []
+    assert missing_quantities(normalize_text(claim), normalize_text(passage)) != []
+
+
+@pytest.mark.parametrize(
+    "claim,passage",
+    [
+        ("It was -20 \u00b0C.", "It was \u221220 \u00b0C."),
+        ("It was \u221220 \u00b0C.", "It was \u201320 \u00b0C."),
+        ("Net loss of -$500.", "Net loss ($500)."),
+        ("Net loss of -500.", "Net loss was (500) on revenue of $2,000."),
+        ("Refunds take 3-5 days.", "Refunds take 3\u20135 days."),
+        ("Signed on 2024-01-05.", "Signed on 2024\u201301\u201305."),
+        ("ISO-9001 since 2019.", "Certified ISO 9001 in 2019."),
+    ],
+)
+def test_the_same_sign_matches(claim, passage):
+    assert missing_quantities(claim, passage) == []
+    assert missing_quantities(normalize_text(claim), normalize_text(passage)) == []
+
+
+_NUMBERS = st.one_of(
+    st.integers(min_value=1, max_value=10**9).map(str),
+    st.builds(lambda w, f: f"{w}.{f}", st.integers(0, 10**6), st.integers(1, 99)),
+    st.integers(min_value=1000, max_value=10**9).map(lambda n: f"{n:,}"),
+)
+_UNITS_AROUND = st.sampled_from([("", ""), ("$", ""), ("", "%"), ("", " USD"), ("", " \u00b0C"), ("EUR ", "")])
+_CONTEXT = st.sampled_from([("", ""), ("It was ", "."), ("In 2024 the value was ", ", down from 7."), ("(", ")")])
+
+
+@FAST
+@given(_NUMBERS, _UNITS_AROUND, _CONTEXT, st.sampled_from(MINUSES), st.sampled_from(MINUSES), st.booleans())
+def test_a_number_and_its_negative_never_match_and_minuses_agree(number, unit, context, minus, other, norm):
+    assume(float(number.replace(",", "")) != 0)
+    (pre, suf), (lead, trail) = unit, context
+    assume(lead != "(" or not (pre or suf.strip() == "USD"))  # "($5)" is already negative: accounts' parentheses
+    plain = f"{lead}{pre}{number}{suf}{trail}"
+    negative = f"{lead}{minus}{pre}{number}{suf}{trail}"
+    other_negative = f"{lead}{other}{pre}{number}{suf}{trail}"
+    if norm:
+        plain, negative, other_negative = map(normalize_text, (plain, negative, other_negative))
+    assert missing_quantities(plain, negative) != []  # x against -x
+    assert missing_quantities(negative, plain) != []  # -x against x
+    assert missing_quantities(negative, other_negative) == []  # -x against \u2212x or \u2013x
+    [q] = [q for q in extract_quantities(negative) if q.value.lstrip("-") != "2024" and q.value != "7"]
+    assert q.value.startswith("-")

@@ -14,10 +14,8 @@ start-up.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
-import threading
 import types
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -25,7 +23,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
-from multiprocessing.connection import wait
 from pathlib import Path
 
 import polars as pl
@@ -40,7 +37,7 @@ from .batch import (
 )
 from .config import Config
 from .lines import Line
-from .processes import collector_paused
+from .processes import collector_paused, spawned_pool
 from .records import BOM, Record, Reject, parse_raw_line
 from .text_files import write_text_files
 
@@ -231,9 +228,7 @@ class ParsePool:
 
     def _start(self) -> None:
         if self._pool is None and not self._broken and self.workers > 1:
-            self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent
-            )
+            self._pool = spawned_pool(self.workers)  # its workers exit with this process, however it dies
             self.spawned = True
 
     def submit(self, lines: list[BatchLine], now: datetime, nbytes: int, store_once: bool) -> Parsed:
@@ -268,18 +263,3 @@ def _main_script_hidden() -> Iterator[None]:
         yield
     finally:
         sys.modules["__main__"] = main
-
-
-def _exit_with_parent() -> None:
-    """A worker outlives a killed ingest process otherwise: it holds its own queue's write end, so it never reads
-    EOF. It exits as soon as the parent is gone (its sentinel becomes ready)."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-    sentinel = parent.sentinel
-
-    def watch() -> None:
-        wait([sentinel])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="citegate-parse-worker-watch", daemon=True).start()

@@ -1,8 +1,9 @@
 """The deterministic numeric check of the support gate: every quantity a claim states must appear in
 the cited passage, with the same value and (when the claim gives one) the same unit.
 
-The texts are already normalized (`normalize_text`: dashes folded to "-", whitespace collapsed), so
-a hyphen between two numbers is a range separator, never a minus sign. Signs are ignored.
+The texts are normalized (`normalize_text`: dashes and the minus sign folded to "-", whitespace collapsed):
+ranges and identifiers are read on "-". A minus is read on "-", the minus sign and the en dash alike, normalized
+or not.
 
 What counts as a quantity
 - Integers, years and decimals: "7", "2026", "12.5", ".5". Values are canonical decimal strings:
@@ -29,6 +30,18 @@ What counts as a quantity
   saying "March 15, 2026" reports "3" missing. Deliberately conservative: never a false pass.
 - Version strings with two or more dots ("4.2.1") are one quantity whose value keeps its dots.
 - Times "11:07" give 11 and 7.
+- Signs are part of a quantity: "-20", "−20" (minus sign) and "–20" (an en dash used as a minus) are
+  all -20, and "-20" never matches "20" (nor "20" "-20"); "+20" is 20, and -0 is 0. A dash is a minus only
+  when it stands right before the number (or its currency: "-$5", "$-5", "USD -5") and does not join it to
+  what comes before: after a letter, digit, '#', '_', '.', '+', '/', a closing bracket or another dash it is
+  an identifier's or a range's ("COVID-19", "ISO-9001", "10-20", "10–20", "2024-01-05", "555-1234",
+  "+/-5"), and after another amount, even past spaces, it is a range's ("10 -20", "5%-10%").
+- Accounting negatives: an amount in parentheses, "($500)", "(USD 1,200)", "$(500)", is negative when it
+  carries a currency; a bare "(500)" or "(1,200.50)" is negative in a financial text only (one that holds
+  a currency amount, or an accounting word such as revenue, income, loss, profit, expenses, earnings,
+  EBITDA, deficit, liabilities, dividend, cash flow, fiscal, balance sheet), and never when it reads as a
+  note or list marker (a plain integer below 10), a year (1900-2099 as four plain digits), a phone number's
+  area code ("(555) 123-4567"), or a percentage ("(5%)").
 
 What does not count
 - Number words ("three", "a dozen") are out of scope: neither extracted nor matched.
@@ -56,14 +69,20 @@ __all__ = ["Quantity", "extract_quantities", "missing_quantities"]
 
 @dataclass(frozen=True)
 class Quantity:
-    value: str  # canonical decimal string: "1200", "12.5", "0.5"
+    value: str  # canonical decimal string with its sign: "1200", "12.5", "0.5", "-20"
     unit: str | None  # "%", "USD", "EUR", "GBP", or None
     text: str  # as written (for a range end: the whole range)
 
 
-# One amount: optional currency prefix, a number, an optional multiplier, an optional unit suffix.
+# a minus: hyphen-minus, minus sign, en dash, small and fullwidth hyphen-minus (not the em dash: punctuation)
+SIGNS = "-\u2212\u2013\ufe63\uff0d"
+# after one of these a dash joins what comes before to the number (an identifier, a range, "+/-"): not a minus
+_NOT_BEFORE_SIGN = "#_.+/)]}" + SIGNS + "\u2010\u2011\u2012\u2014\u2015"
+# One amount: optional currency prefix (and a minus after it: "$-5"), a number, an optional multiplier, an optional
+# unit suffix.
 _AMOUNT = re.compile(
     r"(?P<pre>(?:US\$|\$|€|£|USD|EUR|GBP) ?)?"
+    rf"(?(pre)(?P<inner>(?<=[$€£ ])[{SIGNS}])?)"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)+|\d+|\.\d+)"
     r"(?P<mult> ?(?i:thousand|million|billion|mn|bn)(?![A-Za-z0-9])|[kK](?![A-Za-z0-9])|M(?![A-Za-z0-9]))?"
     r"(?P<suf> ?%| ?(?i:percent|per ?cent)(?![A-Za-z])| ?(?:USD|EUR|GBP)(?![A-Za-z])"
@@ -76,6 +95,14 @@ _AMOUNT_START = re.compile(r"[0-9]|\.\d|[$€£]|US\$|USD|EUR|GBP")  # [0-9]: an
 _ISO_DATE = re.compile(r"(?<![A-Za-z0-9#_.\-])(\d{4})-(\d{2})-(\d{2})(?![A-Za-z0-9#_\-]|\.\d)")
 _ANY_DIGIT = re.compile(r"\d")
 _RANGE_SEP = re.compile(r" ?- ?| to | and ", re.IGNORECASE)
+# an accounting word: a bare amount in parentheses in such a text is negative
+_FINANCIAL = re.compile(
+    r"(?<![A-Za-z])(?i:revenues?|income|loss(?:es)?|profits?|expenses?|earnings|ebitda|deficits?|liabilit(?:y|ies)"
+    r"|dividends?|cash flows?|fiscal|balance sheets?)(?![A-Za-z])"
+)
+_CURRENCIES = ("USD", "EUR", "GBP")
+_SYMBOL_BEFORE_PAREN = re.compile(r"(?:US\$|\$|€|£) ?\($")
+_PHONE_REST = re.compile(rf" ?\d{{3}}[{SIGNS}. ]\d{{4}}(?!\d)")  # what follows an area code: "(555) 123-4567"
 # Letters allowed right after the digits without making the token an identifier.
 _GLUED_OK = re.compile(r"(?i:st|nd|rd|th|tb|gb|mb|kb|pb|ms|s|h|hr|hrs|min|mins|x|d|y|yr|yrs|am|pm)(?![A-Za-z0-9])")
 _EXPONENTS = {"thousand": 3, "k": 3, "million": 6, "m": 6, "mn": 6, "billion": 9, "bn": 9}
@@ -109,10 +136,13 @@ class _Amount:
     exponent: int | None  # None: no multiplier written
     unit: str | None
     prefixed: bool = False  # the unit was written before the number ("$10"), not after ("10%")
+    negative: bool = False
+    bracketed: bool = False  # written in parentheses, "(500)": negative in a financial text (see _accounting)
 
 
-def _canonical(number: str, exponent: int = 0) -> str:
-    """'1,200.50' -> '1200.5'; '0042' -> '42'; '.5' -> '0.5'; scaled by 10**exponent."""
+def _canonical(number: str, exponent: int = 0, negative: bool = False) -> str:
+    """'1,200.50' -> '1200.5'; '0042' -> '42'; '.5' -> '0.5'; scaled by 10**exponent; '-' before a negative value
+    other than 0."""
     digits = number.replace(",", "")
     if digits.count(".") > 1:  # a version string: keep its dots, strip leading zeros per part
         return ".".join(part.lstrip("0") or "0" for part in digits.split("."))
@@ -122,7 +152,8 @@ def _canonical(number: str, exponent: int = 0) -> str:
         whole, frac = whole + frac[:exponent], frac[exponent:]
     whole = whole.lstrip("0") or "0"
     frac = frac.rstrip("0")
-    return f"{whole}.{frac}" if frac else whole
+    value = f"{whole}.{frac}" if frac else whole
+    return "-" + value if negative and value != "0" else value
 
 
 def _glued_before(text: str, start: int) -> bool:
@@ -193,9 +224,69 @@ def _amounts(text: str) -> list[_Amount]:
                 unit = _UNITS.get(" ".join(part.lower().split()))
                 prefixed = unit is not None and before
         exponent = _EXPONENTS[mult.strip().lower()] if mult else None
-        found.append(_Amount(start, end, m.group("num"), exponent, unit, prefixed))
+        amount = _Amount(start, end, m.group("num"), exponent, unit, prefixed, negative=m.group("inner") is not None)
+        if not amount.negative and _minus_before(text, start, found):
+            amount.start, amount.negative = start - 1, True
+        elif not amount.negative:
+            _bracket(text, amount)
+        found.append(amount)
         pos = max(end, start + 1)
+    _accounting(text, found)
     return found
+
+
+def _minus_before(text: str, start: int, found: list[_Amount]) -> bool:
+    """The dash right before the amount at `start` is its minus sign: "-20", "(-3)", "x=-5", "−20". Not when
+    it joins the amount to what comes before (an identifier, a range, a date, "+/-") or follows another amount,
+    even past spaces ("10 -20" is a range)."""
+    i = start - 1
+    if i < 0 or text[i] not in SIGNS:
+        return False
+    if i == 0:
+        return True
+    before = text[i - 1]
+    if before.isalnum() or before in _NOT_BEFORE_SIGN:
+        return False
+    j = i
+    while j > 0 and text[j - 1].isspace():
+        j -= 1
+    return not (found and found[-1].end == j)
+
+
+def _bracket(text: str, amount: _Amount) -> None:
+    """An amount written in parentheses: "($500)", "(500)", and "$(500)" (the currency outside, as accounts
+    write it), which takes the currency. Not a phone number's area code ("(555) 123-4567")."""
+    if amount.end >= len(text) or text[amount.end] != ")" or amount.start == 0 or text[amount.start - 1] != "(":
+        return
+    if _PHONE_REST.match(text, amount.end + 1):
+        return
+    symbol = _SYMBOL_BEFORE_PAREN.search(text, max(0, amount.start - 5), amount.start)
+    if symbol is not None and amount.unit is None:
+        amount.unit = _UNITS.get(symbol.group(0).rstrip(" (").lower())
+        amount.prefixed = True
+        amount.start = symbol.start()
+    else:
+        amount.start -= 1
+    amount.end += 1
+    amount.bracketed = True
+
+
+def _accounting(text: str, found: list[_Amount]) -> None:
+    """Accounting negatives: a bracketed amount with a currency is negative; a bare one only in a financial text,
+    and never a note marker (below 10), a year (1900-2099) or a percentage."""
+    bracketed = [a for a in found if a.bracketed]
+    if not bracketed:
+        return
+    financial = any(a.unit in _CURRENCIES for a in found) or _FINANCIAL.search(text) is not None
+    for a in bracketed:
+        if a.unit in _CURRENCIES:
+            a.negative = True
+        elif a.unit is None and financial and a.exponent is None and not _marker_or_year(a.number):
+            a.negative = True
+
+
+def _marker_or_year(number: str) -> bool:
+    return number.isdigit() and (int(number) < 10 or (len(number) == 4 and 1900 <= int(number) <= 2099))
 
 
 def _like(a: _Amount, b: _Amount) -> bool:
@@ -245,14 +336,15 @@ def extract_quantities(text: str) -> list[Quantity]:
                 (
                     a.start,
                     [
-                        Quantity(_canonical(a.number, exp_a), unit_a, written),
-                        Quantity(_canonical(b.number, exp_b), unit_b, written),
+                        Quantity(_canonical(a.number, exp_a, a.negative), unit_a, written),
+                        Quantity(_canonical(b.number, exp_b, b.negative), unit_b, written),
                     ],
                 )
             )
             i += 2
             continue
-        items.append((a.start, [Quantity(_canonical(a.number, a.exponent or 0), a.unit, text[a.start : a.end])]))
+        value = _canonical(a.number, a.exponent or 0, a.negative)
+        items.append((a.start, [Quantity(value, a.unit, text[a.start : a.end])]))
         i += 1
     items.sort(key=lambda item: item[0])
     return [q for _, qs in items for q in qs]

@@ -3,18 +3,30 @@ item at a time in the interpreter, so a step uses every core only when its items
 
 Spawned, never forked (polars and DuckDB threads are running in the parent). One pool per worker count per
 process, reused by every call of a step and closed at exit: starting processes costs about a second, so a
-call with fewer than MIN_ITEMS items stays in this process."""
+call with fewer than MIN_ITEMS items stays in this process.
+
+Every pool citegate starts (this one, ingest's parse workers, the day runs' processes) is a `spawned_pool`: its
+workers exit when the process that started them dies, however it dies (kill -9 included). Otherwise a worker
+waits on its task queue forever, re-parented to init: it holds the queue's write end itself, so it never reads
+EOF.
+"""
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import gc
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from multiprocessing.connection import wait
 from typing import Any
 
 import polars as pl
@@ -22,6 +34,8 @@ import polars as pl
 AUTO_MAX = 4  # `workers = 0` (auto): the cores, at most this many
 MIN_ITEMS = 512  # below this a call is quicker in process than the pickling round trip
 PIECE = 256  # items per task at most: small enough to keep every worker busy to the end, large enough to amortize
+WATCH_S = 1.0  # how often a worker's watchdog checks that its parent is still there
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 _pools: dict[int, ProcessPoolExecutor] = {}
 
@@ -48,10 +62,49 @@ def worker_count(configured: int) -> int:
     return max(1, min(os.cpu_count() or 1, AUTO_MAX))
 
 
+def spawned_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes that exit when this process dies (exit_with_parent). The kernel's
+    parent-death signal is asked for only when the pool is made on the main thread: it fires when the thread
+    that spawned a worker ends, and a pool's workers are spawned by the thread that submits to it."""
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=exit_with_parent,
+        initargs=(os.getpid(), threading.current_thread() is threading.main_thread()),
+    )
+
+
+def exit_with_parent(parent_pid: int, death_signal: bool) -> None:
+    """A spawned worker's initializer: the worker ends as soon as `parent_pid` is no longer its parent.
+    death_signal: the kernel kills it when its parent (the thread that spawned it) ends (Linux PR_SET_PDEATHSIG,
+    SIGKILL: even while the worker is busy in C code). Always: a watchdog thread ends it when the parent's
+    sentinel closes, or when os.getppid() changes (checked every WATCH_S)."""
+    if death_signal and sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog alone
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the signal was asked for
+        os._exit(1)
+    parent = multiprocessing.parent_process()
+    sentinel = parent.sentinel if parent is not None else None
+    threading.Thread(target=_watch, args=(parent_pid, sentinel), name="citegate-worker-watch", daemon=True).start()
+
+
+def _watch(parent_pid: int, sentinel: int | None) -> None:
+    while True:
+        if sentinel is None:
+            time.sleep(WATCH_S)
+        elif wait([sentinel], timeout=WATCH_S):
+            os._exit(1)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
     pool = _pools.get(workers)
     if pool is None:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = spawned_pool(workers)
         _pools[workers] = pool
     return pool
 

@@ -3,7 +3,8 @@
 The cache is keyed by (judge model, template version, normalized passage, normalized claim), so
 re-running a partition, or calibrating on a pair the nightly run already judged, makes no call.
 No DuckDB connection is held while the judge is called: `connect` is opened for each lookup and
-each write, and answers are written chunk by chunk so a killed run keeps what it paid for.
+each write, and answers are written chunk by chunk so a killed run keeps what it paid for. Every answer and batch
+state is masked with the judge's SecretMask before it is stored or logged (lib/judge/secrets.py).
 
 `judge_items_batch` is the same with the pairs sent as OpenAI Batch API jobs ([judge] mode = "batch"): each batch
 is recorded in `judge_batches` (with its pairs in `judge_batch_items`) as soon as the provider has created it,
@@ -27,6 +28,7 @@ from .judge.base import Judge, JudgeRequest, JudgeResult
 from .judge.batch_state import BatchState, BatchSubmitError, pending_answer
 from .judge.factory import estimated_cost
 from .judge.prompt import TEMPLATE_VERSION
+from .judge.secrets import SecretMask, secret_mask_of
 from .timestamps import UTC_TIMESTAMP, utc_now
 from .warehouse import load_sql, query, run_script, transaction
 
@@ -85,6 +87,7 @@ def judge_items(
     the order it names and each chunk's are looked up again first, so a pair another run has answered meanwhile
     is not paid for twice. Runs side by side take opposite orders and meet in the middle."""
     model = judge.model
+    mask = secret_mask_of(judge)
     # what another run stores from now on (less a margin for clocks of other machines) is looked up again
     started = utc_now() - SIDE_BY_SIDE_CLOCK_MARGIN
     keyed, keys, cached, misses = _plan(connect, items, model)
@@ -109,7 +112,7 @@ def judge_items(
 
         results = judge.judge(requests, chunk_progress) if requests else []
         now = utc_now()
-        rows = [_row(r, model, prices, now) for r in results]
+        rows = [_row(r, model, prices, now, mask) for r in results]
         for request, row in zip(requests, rows):
             fresh[request.key] = row
         _store(connect, [(_shas(req), row) for req, row in zip(requests, rows) if row["verdict"] != "error"])
@@ -137,7 +140,8 @@ def judge_items_batch(
        deadline; other open batches (another run's days) are looked at once. A finished batch's answers are
        cached and the batch closed, in one transaction, including pairs this run did not ask for. 4. A pair
        still in an open batch is `error` ("batch pending: ...")."""
-    say = log or (lambda _text: None)
+    mask = client.secret_mask
+    say = (lambda text: log(mask(text))) if log is not None else (lambda _text: None)
     model = client.model
     keyed, keys, cached, misses = _plan(connect, items, model)
     requests = [JudgeRequest(k, p, c) for k, p, c in zip(misses["cache_key"], misses["passage"], misses["claim"])]
@@ -171,9 +175,11 @@ def judge_items_batch(
             say(f"judge batch: not submitted ({_headline(str(exc))}): {len(part):,} pairs, judged again next run")
             now = utc_now()
             for req in part:
-                fresh[req.key] = _row(JudgeResult(req.key, "error", str(exc), attempts=1), model, prices, now, factor)
+                fresh[req.key] = _row(
+                    JudgeResult(req.key, "error", str(exc), attempts=1), model, prices, now, mask, factor
+                )
             continue
-        _record_batch(connect, batch_id, input_file_id, status, model, days, part)
+        _record_batch(connect, batch_id, input_file_id, mask(status), model, days, part)
         facts["batches_submitted"] += 1
         batch_ids.append(batch_id)
         say(f"judge batch: submitted {batch_id} with {len(part):,} pairs ({status})")
@@ -189,13 +195,13 @@ def judge_items_batch(
         states[batch_id] = client.retrieve(batch_id)
     for batch_id in batch_ids + others:
         state = states[batch_id]
-        _update_batch(connect, state)
+        _update_batch(connect, state, mask)
         if state.terminal:
             try:
                 collected = _collect(connect, client, state, prices, factor)
             except OSError as exc:  # the results could not be downloaded: the batch stays open
                 state = BatchState(batch_id, state.status, detail=str(exc))
-                _update_batch(connect, state)
+                _update_batch(connect, state, mask)
                 collected = None
             if collected is not None:
                 for key, row in collected.items():  # an answer wins over another batch's error for the same pair
@@ -209,13 +215,13 @@ def judge_items_batch(
         now = utc_now()
         text = pending_answer(state) + (f" ({state.detail})" if state.detail else "")
         for key in _batch_keys(connect, batch_id):
-            fresh[key] = _row(JudgeResult(key, "error", text, attempts=0), model, prices, now, factor)
+            fresh[key] = _row(JudgeResult(key, "error", text, attempts=0), model, prices, now, mask, factor)
     # every wanted miss has a row: a key the batches did not answer (none should remain) is an error too
     now = utc_now()
     for req in requests:
         if req.key not in fresh:
             lost = JudgeResult(req.key, "error", "batch: no result for this pair", attempts=0)
-            fresh[req.key] = _row(lost, model, prices, now, factor)
+            fresh[req.key] = _row(lost, model, prices, now, mask, factor)
     facts["batch_pending"] = sum(1 for r in requests if str(fresh[r.key]["raw_answer"]).startswith("batch pending"))
     result, base = _assemble(items, keyed, keys, cached, {r.key: fresh[r.key] for r in requests}, len(requests))
     return result, {**base, **facts}
@@ -318,13 +324,13 @@ def _record_batch(
             con.unregister("new_batch_items")
 
 
-def _update_batch(connect: Connect, state: BatchState) -> None:
+def _update_batch(connect: Connect, state: BatchState, mask: SecretMask) -> None:
     params = {
         "batch_id": state.batch_id,
-        "status": state.status,
+        "status": mask(state.status),
         "output_file_id": state.output_file_id,
         "error_file_id": state.error_file_id,
-        "detail": state.detail,
+        "detail": mask.optional(state.detail),
         "now": utc_now(),
     }
     with connect() as con:
@@ -346,7 +352,7 @@ def _collect(connect: Connect, client: BatchClient, state: BatchState, prices: d
     pairs = _batch_items(connect, state.batch_id)
     results = client.collect(state, [key for key, _p, _c in pairs])
     now = utc_now()
-    rows = {key: _row(results[key], client.model, prices, now, factor) for key, _p, _c in pairs}
+    rows = {key: _row(results[key], client.model, prices, now, client.secret_mask, factor) for key, _p, _c in pairs}
     entries = [
         ({"cache_key": key, "passage_sha256": p, "claim_sha256": c}, rows[key])
         for key, p, c in pairs
@@ -358,8 +364,10 @@ def _collect(connect: Connect, client: BatchClient, state: BatchState, prices: d
     return rows
 
 
-def _row(r: JudgeResult, model: str, prices: dict, now: datetime, factor: float = 1.0) -> dict:
-    """factor: the share of the online price paid ([judge].batch_discount for a batch call)."""
+def _row(r: JudgeResult, model: str, prices: dict, now: datetime, mask: SecretMask, factor: float = 1.0) -> dict:
+    """A judge's result as every table stores it, the raw answer masked (lib/judge/secrets.py: the one place a
+    judge's text passes before it is stored). factor: the share of the online price paid ([judge].batch_discount
+    for a batch call)."""
     cost = (
         0.0
         if model.startswith(HEURISTIC_PREFIX)
@@ -371,7 +379,7 @@ def _row(r: JudgeResult, model: str, prices: dict, now: datetime, factor: float 
         "judge_model": model,
         "template_version": TEMPLATE_VERSION,
         "verdict": r.verdict,
-        "raw_answer": r.raw_answer,
+        "raw_answer": mask.optional(r.raw_answer),
         "latency_ms": r.latency_ms,
         "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens,

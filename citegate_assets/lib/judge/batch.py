@@ -30,7 +30,7 @@ from openai.types.chat import ChatCompletion
 
 from .base import JudgeRequest, JudgeResult
 from .batch_state import BatchState, BatchSubmitError
-from .openai_judge import _BEARER, MESSAGE_LIMIT, JudgeSettings, _exc_text, _secrets_of
+from .openai_judge import MESSAGE_LIMIT, JudgeSettings, _exc_text, cut, secret_mask
 from .parse import parse_verdict
 from .prompt import TEMPLATE_VERSION, render_prompt
 
@@ -75,7 +75,7 @@ class BatchClient:
         self.adopted: list[str] = []  # batches found by token instead of created, this client's life
         self._sleep = sleep
         self._clock = clock
-        self._secrets = _secrets_of(settings)
+        self.secret_mask = secret_mask(settings)
         self._client = openai.OpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key,
@@ -264,11 +264,7 @@ class BatchClient:
         )
 
     def _cut(self, text: str, limit: int = MESSAGE_LIMIT) -> str:
-        text = " ".join(text.split())
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        text = _BEARER.sub("Bearer ***", text)
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return cut(self.secret_mask, text, limit)
 
 
 def _describe(exc: Exception) -> str:

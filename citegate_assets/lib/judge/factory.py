@@ -14,6 +14,7 @@ from ..processes import worker_count
 from .base import Judge
 from .heuristic import HEURISTIC_MODEL
 from .lexical import LEXICAL_MODEL
+from .secrets import NO_KEY, url_secrets
 
 OFFLINE_JUDGES = {"lexical": LEXICAL_MODEL, "heuristic": HEURISTIC_MODEL}  # [judge] offline -> model name
 DEFAULT_OFFLINE = "lexical"
@@ -30,8 +31,23 @@ def effective_judge_config(cfg: JudgeConfig, env: Mapping[str, str] | None = Non
     return replace(cfg, base_url=base_url or cfg.base_url, model=model or cfg.model)
 
 
-def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
+def configured_secrets(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every secret [judge] names, masked in all a judge answers (lib/judge/secrets.py): the values of its key
+    variables in `env` (the judge's and the secondary judge's), and the credentials in their base URLs and in
+    CITEGATE_JUDGE_BASE_URL."""
     env = os.environ if env is None else env
+    names = [cfg.api_key_env] + ([cfg.secondary.api_key_env] if cfg.secondary is not None else [])
+    urls = [cfg.base_url, env.get(ENV_BASE_URL)] + ([cfg.secondary.base_url] if cfg.secondary is not None else [])
+    values = [env.get(name) or "" for name in names if name]
+    values += [piece for url in urls for piece in url_secrets(url)]
+    return tuple(sorted({v for v in values if v}))
+
+
+def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, masked: tuple[str, ...] = ()) -> Judge:
+    """masked: secrets besides those `cfg` names that the judge masks in what it answers (the primary's, for the
+    secondary judge)."""
+    env = os.environ if env is None else env
+    configured = cfg
     cfg = effective_judge_config(cfg, env)
     if not cfg.base_url:
         return make_offline_judge(
@@ -43,7 +59,8 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
     settings = JudgeSettings(
         base_url=cfg.base_url,
         model=cfg.model,
-        api_key=env.get(cfg.api_key_env) or "unused",  # local servers often need none; never logged
+        api_key=env.get(cfg.api_key_env) or NO_KEY,  # local servers often need none; never logged
+        masked=(*masked, *configured_secrets(configured, env)),
         concurrency=int(cfg.concurrency),
         timeout_s=float(cfg.timeout_s),
         max_tokens=int(cfg.max_tokens),
@@ -84,7 +101,11 @@ def make_secondary_judge(
         api_key_env=secondary.api_key_env or cfg.api_key_env,
         secondary=None,
     )
-    return make_judge(own, env={k: v for k, v in env.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
+    return make_judge(
+        own,
+        env={k: v for k, v in env.items() if k not in (ENV_BASE_URL, ENV_MODEL)},
+        masked=configured_secrets(cfg, env),
+    )
 
 
 def make_offline_judge(name: str = DEFAULT_OFFLINE, workers: int = 1) -> Judge:

@@ -3,7 +3,8 @@
 Retries, backoff, Retry-After, concurrency and the circuit breaker are ours (the SDK's own retries are
 off), so every attempt is counted and testable. Nothing here raises for one bad pair: a reply that does
 not parse is `unparseable` (text kept), a transport failure after the retries is `error` (raw_answer
-says what went wrong: status, error type, the server's message truncated — never a key or a header).
+says what went wrong: status, error type, the server's message truncated — never a key or a header: every text
+is masked with lib/judge/secrets.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import json
 import logging
 import math
 import random
-import re
 import time
+import traceback
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -27,6 +27,7 @@ from openai.types.chat import ChatCompletion
 from .base import JudgeRequest, JudgeResult, Progress
 from .parse import parse_verdict
 from .prompt import render_prompt
+from .secrets import NO_KEY, SecretMask, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,9 @@ MESSAGE_LIMIT = 300  # characters of the server's message kept in raw_answer
 class JudgeSettings:
     base_url: str
     model: str
-    api_key: str = field(default="unused", repr=False)  # already resolved from the environment by the caller
+    api_key: str = field(default=NO_KEY, repr=False)  # already resolved from the environment by the caller
+    # other secrets masked in what the judge answers: every configured key's value (lib/judge/secrets.py)
+    masked: tuple[str, ...] = field(default=(), repr=False)
     concurrency: int = 8  # max requests in flight
     timeout_s: float = 30.0  # per call
     max_tokens: int = 5
@@ -119,7 +122,7 @@ class OpenAIJudge:
         self.settings = settings
         self.model = settings.model
         self._rng = random.Random(seed)  # backoff jitter only
-        self._secrets = _secrets_of(settings)
+        self.secret_mask = secret_mask(settings)
 
     def __repr__(self) -> str:
         return f"OpenAIJudge(model={self.model!r})"
@@ -161,7 +164,8 @@ class OpenAIJudge:
                     try:
                         result = await self._judge_pair(client, request, breaker)
                     except Exception as exc:  # a bug or a bad request object: this pair's `error`, not the run's
-                        log.exception("judge pair %s failed unexpectedly", request.key)
+                        trace = self.secret_mask("".join(traceback.format_exception(exc)))
+                        log.error("judge pair %s failed unexpectedly: %s", request.key, trace)
                         reason = self._cut(f"unexpected error: {_exc_text(exc)}")
                         result = JudgeResult(key=request.key, verdict="error", raw_answer=reason, attempts=0)
             results[index] = result
@@ -301,28 +305,20 @@ class OpenAIJudge:
         return min(delay, s.backoff_max_s)
 
     def _cut(self, text: str, limit: int = MESSAGE_LIMIT) -> str:
-        text = self._scrub(" ".join(text.split()))
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return _BEARER.sub("Bearer ***", text)
+        return cut(self.secret_mask, text, limit)
 
 
-_BEARER = re.compile(r"Bearer\s+\S+", re.IGNORECASE)
+def cut(mask: SecretMask, text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """An error text as reported: whitespace collapsed, secrets masked (before cutting, so no part of one is left),
+    at most `limit` characters."""
+    text = mask(" ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _secrets_of(settings: JudgeSettings) -> list[str]:
-    """Strings that must never appear in what we report: the key, and any credentials in the base URL."""
-    secrets: list[str] = []
-    if settings.api_key and settings.api_key != "unused" and len(settings.api_key) >= 4:
-        secrets.append(settings.api_key)
-    parts = urlsplit(settings.base_url)
-    for piece in (parts.password, parts.username, parts.query):
-        if piece and len(piece) >= 4:
-            secrets.append(piece)
-    return sorted(set(secrets), key=len, reverse=True)
+def secret_mask(settings: JudgeSettings) -> SecretMask:
+    """What must never appear in what the judge reports: its key, any credentials in its base URL, and the other
+    configured secrets (settings.masked)."""
+    return SecretMask([settings.api_key, *url_secrets(settings.base_url), *settings.masked])
 
 
 def _retry_after(headers) -> float | None:
