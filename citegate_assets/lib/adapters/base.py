@@ -96,7 +96,8 @@ class Adapter(Protocol):
     adapter without it is judged by its first line alone.
 
     Both detectors and convert may raise: a detector that raises says no; a convert that raises fails the whole
-    file (nothing of it is taken, the ledger says why). Reasons: the constants above."""
+    file (nothing of it is taken, the ledger says why), so the built-in adapters turn whatever goes wrong with one
+    span, line or call into that item's reject. Reasons: the constants above."""
 
     name: str  # "otlp" | "openinference" | "langfuse" | "anthropic"
 

@@ -42,6 +42,10 @@ indistinguishable from content), content_truncated (a JSON input, output or retr
 JSON does: the OpenTelemetry SDK cuts attribute values over OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT without a marker).
 The API also cuts metadata values over 200 characters unless `expandMetadata` names the key: a long surface value
 arrives cut, unmarked.
+
+Hostile input: an observation that cannot be read is a reject of its own (a GENERATION's under its id; another's
+makes its trace's generations unpairable), the rest of its page is read, and each generation is converted on its
+own. A page line holds many observations, so a rejected one's reject row keeps only its own observation.
 """
 
 from __future__ import annotations

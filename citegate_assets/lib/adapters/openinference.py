@@ -42,7 +42,9 @@ wraps another LLM span (see `model_calls`):
   would be a false fabricated_id). A paired RETRIEVER span with no documents is an empty retrieval, no reject.
 
 What is not read: `llm.prompt_template.*` (the surface's template applies), RERANKER spans, `document.score`.
-The whole file is read before pairing, so a file's spans are held in memory at once.
+The whole file is read before pairing, so a file's spans are held in memory at once. A line that is no readable
+span is a reject of its own (and the calls of the trace it names cannot be paired); each call is converted on
+its own, whatever its conversion raises being its reject.
 """
 
 from __future__ import annotations

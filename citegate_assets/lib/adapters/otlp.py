@@ -18,7 +18,8 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   `{id, score, ...}` (the convention requires only id and score). Text, when a producer adds it, is read from
   `content` (the conventions' name for text in message parts), else `text`; metadata from `metadata`.
 - Pairing: lib/adapters/traces.py (same trace, ended before the call started, nearest ancestor first, then
-  nearest in time); ranks follow that order. Chunk id = the document's `id`, else `metadata[chunk_id_key]`.
+  nearest in time, within its bounds); ranks follow that order. Chunk id = the document's `id`, else
+  `metadata[chunk_id_key]`. A retriever's documents are read once, whatever the number of calls it feeds.
   A call with no retrieval span paired is rejected (`retrieval_not_paired`), never given an empty retrieval
   (each of its citations would be a false fabricated_id); a paired retrieval span that failed (status ERROR)
   counts as paired and adds no document.
@@ -39,6 +40,10 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   OpenInference-style `__REDACTED__` text) → content_redacted; a content attribute cut by the SDK's attribute
   length limit (`OTEL_[SPAN_]ATTRIBUTE_VALUE_LENGTH_LIMIT`: a JSON string that ends mid-value) →
   content_truncated. The same holds for the documents of a paired retrieval span.
+- Hostile input: a line is read piece by piece (a span or log record that is not OTLP/JSON is a reject of its
+  own, keeping its own JSON; an attribute value that cannot be read fails only a call that needs it), and each
+  call is converted on its own (whatever its conversion raises is its reject). A line holds many traces, so a
+  rejected call's reject row keeps its own span and events (`_part`), never the line.
 """
 
 from __future__ import annotations
