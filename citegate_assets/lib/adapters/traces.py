@@ -46,8 +46,8 @@ MAX_PAIRED_RETRIEVERS = 16  # retriever spans one call reads, nearest first
 MAX_ANCESTOR_STEPS = 64  # how far up a common ancestor is looked for (real traces are a few levels deep)
 MAX_CHUNKS_PER_CALL = 256  # retrieved chunks one call keeps, rank order
 MAX_RECORD_BYTES = 32 * 1024 * 1024  # one call's record, as the default [ingest].max_line_bytes bounds a log line
-RECORD_BYTES_PER_SOURCE_BYTE = 4  # one file's records, against the file's own bytes
-RECORD_BYTES_FLOOR = 32 * 1024 * 1024
+RECORD_BYTES_PER_SOURCE_BYTE = 16  # one file's records, against its own bytes: a call reads up to 16 retrievers
+RECORD_BYTES_FLOOR = 64 * 1024 * 1024
 CHUNK_ENTRY_BYTES = 256  # what one retrieved entry costs beyond its text (a dict per chunk)
 
 Key = tuple[str, str]  # (trace_id, span_id)
