@@ -24,7 +24,7 @@ from citegate_assets.lib.adapters import (
 from citegate_assets.lib.adapters.traces import LLM, OTHER, RETRIEVER, Span, SpanTree
 from citegate_assets.lib.lines import Line
 
-from .trace_files import chain, many_turns, merged, otlp_lines, spans_of
+from .trace_files import chain, many_turns, merged, openinference_chain, otlp_lines, spans_of
 
 
 def _lines(text: str) -> list[Line]:
@@ -189,3 +189,31 @@ def test_merged_export_requests_pair_per_trace():
         calls, _, _ = _converted(text)
         records[text] = {c.request_id: c.record for c in calls}
     assert records[apart] == records[together]
+
+
+def test_openinference_finds_surfaces_and_wrapped_calls_in_steps_linear_in_a_deep_chain(monkeypatch):
+    """What a call needs of its ancestors (the nearest surface, whether an LLM span wraps another) is found once per
+    span: parent look-ups grow as the chain does, not as chain x calls."""
+    from citegate_assets.lib.adapters import openinference
+
+    steps = [0]
+    parent = openinference._Trace.parent
+
+    def counted(self, span):
+        steps[0] += 1
+        return parent(self, span)
+
+    monkeypatch.setattr(openinference._Trace, "parent", counted)
+    counts = []
+    for depth in (10_000, 40_000):
+        steps[0] = 0
+        raw = openinference_chain(depth)
+        conv = convert_lines(
+            adapter("openinference"), [Line(i, r, 0, len(r)) for i, r in enumerate(raw, 1)], AdapterSettings()
+        )
+        calls = [c for c in conv.items if isinstance(c, Call)]
+        assert conv.error is None and len(calls) == depth // 20 and all(c.record is not None for c in calls)
+        assert {c.record["surface"] for c in calls if c.record} == {"help-center"}  # the root's
+        assert steps[0] <= 3 * depth, steps[0]
+        counts.append(steps[0])
+    assert counts[1] <= 4.5 * counts[0], counts

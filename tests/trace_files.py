@@ -139,3 +139,38 @@ def chain(depth: int, *, every: int = 100, per_line: int = 200) -> str:
         c.update(startTimeUnixNano=str(at + 2), endTimeUnixNano=str(at + 3))
         spans += [r, c]
     return _lines_of(resource, spans, per_line)
+
+
+def openinference_chain(depth: int, *, every: int = 20) -> list[bytes]:
+    """Phoenix span lines of one trace: a chain of `depth` CHAIN spans, each the parent of the next, with a retriever
+    and an LLM call (the fixture's first trace's spans, new ids and times) under every `every`-th one; only the root
+    names the surface."""
+    from datetime import datetime, timedelta, timezone
+
+    fixture = Path(__file__).parent / "fixtures" / "adapters" / "openinference" / "phoenix_spans.jsonl"
+    spans = []
+    for raw in fixture.read_text(encoding="utf-8").splitlines():
+        try:
+            spans.append(json.loads(raw))
+        except ValueError:
+            continue  # the planted bad line
+    first = {s["span_kind"]: s for s in reversed(spans) if s["context"]["trace_id"].endswith("0001")}
+    chain_span, retriever, llm = first["CHAIN"], first["RETRIEVER"], first["LLM"]
+    t0 = datetime(2026, 11, 2, 9, tzinfo=timezone.utc)
+
+    def at(us: int) -> str:
+        return (t0 + timedelta(microseconds=us)).isoformat().replace("+00:00", "Z")
+
+    def span(template: dict, span_id: str, parent: str | None, start: int, end: int) -> bytes:
+        s = copy.deepcopy(template)
+        s["context"] = {"trace_id": "7f3a00000000000000000000000000ff", "span_id": span_id}
+        s["parent_id"], s["start_time"], s["end_time"] = parent, at(start), at(end)
+        if parent is not None:  # only the root names the surface: a call finds it at the top of the chain
+            s["attributes"] = {k: v for k, v in s["attributes"].items() if not k.startswith("metadata.")}
+        return json.dumps(s).encode()
+
+    lines = [span(chain_span, f"c{i}", f"c{i - 1}" if i else None, i, 10**9 - i) for i in range(depth)]
+    for i in range(0, depth, every):
+        lines.append(span(retriever, f"r{i}", f"c{i}", 10**7 + 10 * i, 10**7 + 10 * i + 1))
+        lines.append(span(llm, f"l{i}", f"c{i}", 10**7 + 10 * i + 2, 10**7 + 10 * i + 3))
+    return lines
