@@ -273,7 +273,7 @@ def _key_at(obj, path: tuple) -> str | None:
 
 
 def test_a_resource_block_of_the_wrong_type_is_a_piece_reject_beside_the_calls_of_its_line():
-    """What the red team found: `resourceSpans[0]` a list failed the whole file (AttributeError)."""
+    """`resourceSpans[0]` a list, not an object: the rest of its line and file is still read."""
     raw = CLEAN["otlp"]
     obj = json.loads(raw[0])
     obj["resourceSpans"][0] = [obj["resourceSpans"][0]]
