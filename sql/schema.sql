@@ -111,6 +111,14 @@ create table if not exists ingest_rejects (
     rejected_at timestamptz not null
 );
 
+-- schema 14: the other landing lines a trace call's record was read from (its events, its paired retrievers), so
+-- `citegate forget` names them with the call's own line (prompt_rows.source_line / ingest_rejects.line_no); no text
+create table if not exists request_source_lines (
+    request_id varchar not null,
+    source_file varchar not null,
+    line_no bigint not null
+);
+
 create table if not exists answer_rejects (
     request_id varchar not null,
     day date not null,

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -117,6 +118,11 @@ CONFLICT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_file": pl.String,
     "source_line": pl.Int64,
     "recorded_at": UTC_TIMESTAMP,
+}
+SOURCE_LINES_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "request_id": pl.String,
+    "source_file": pl.String,
+    "line_no": pl.Int64,
 }
 
 
@@ -261,6 +267,7 @@ class _Item:
     line: Line
     reject: Reject | None = None
     request_id: str | None = None
+    other_lines: tuple[int, ...] = ()  # the other source lines the call's record was read from
 
 
 @dataclass
@@ -615,8 +622,9 @@ class _Run:
         by_no = {line.no: line for line in lines}
         fresh = conv.items[skip:]
         self.summary.calls_converted += len(fresh)
+        calls_on = Counter(item.line_no for item in conv.items if isinstance(item, Call))
         for item in fresh:
-            self._add(f, self._trace_item(item, by_no[item.line_no]))
+            self._add(f, self._trace_item(item, by_no[item.line_no], calls_on[item.line_no]))
         f.status = "complete"
         f.detail = conv.describe()
         if skip > len(conv.items):
@@ -624,16 +632,21 @@ class _Run:
         self.files[id(f)] = f
         self._ledger_row(f)
 
-    def _trace_item(self, item: Call | LineReject, source: Line) -> _Item:
-        """An item as a batch takes it: a call's record as a line-equivalent, or a reject with the source line."""
-        if isinstance(item, Call) and item.reason is None:
-            raw, problem = record_line(item)
-            if raw is not None:
-                return _Item(Line(item.line_no, raw, source.end, len(raw)), request_id=item.request_id)
-            return _Item(source, Reject(ADAPTER_ERROR, problem or "unconvertible record"), item.request_id)
+    def _trace_item(self, item: Call | LineReject, source: Line, calls_on_line: int) -> _Item:
+        """An item as a batch takes it: a call's record as a line-equivalent, or a reject with what its row keeps:
+        the item's own part of the line, never another call's (a whole line only when nothing else is on it)."""
         if isinstance(item, Call):
-            return _Item(source, Reject(item.reason or ADAPTER_ERROR, item.detail or ""), item.request_id)
-        return _Item(source, Reject(item.reason, item.detail))
+            lines = item.lines
+            if item.reason is None:
+                raw, problem = record_line(item)
+                if raw is not None:
+                    return _Item(Line(item.line_no, raw, source.end, len(raw)), None, item.request_id, lines)
+                reject = Reject(ADAPTER_ERROR, problem or "unconvertible record")
+            else:
+                reject = Reject(item.reason or ADAPTER_ERROR, item.detail or "")
+            kept = _own_part(item.part, source, calls_on_line)
+            return _Item(kept, reject, item.request_id, lines)
+        return _Item(_own_part(item.part, source, 0), Reject(item.reason, item.detail))
 
     def _read_whole(self, entry: Entry, fh: BinaryIO, state: ReadState) -> list[Line]:
         """Every line of the file with its last one, bounded by [adapters].max_file_bytes of content."""
@@ -1043,6 +1056,13 @@ class _Run:
             if conflicts
             else pl.DataFrame(schema=CONFLICT_SCHEMA)
         )
+        read_from = [
+            (item.request_id, f.entry.name, no)
+            for f, item in lines
+            if isinstance(item, _Item) and item.request_id is not None
+            for no in item.other_lines
+        ]
+        relations["batch_source_lines"] = pl.DataFrame(read_from, schema=SOURCE_LINES_SCHEMA, orient="row")
         return relations
 
     def _drop_known_requests(
@@ -1079,6 +1099,19 @@ class _Run:
                 conflicts.append((rec.request_id, rec.day, sha, rec.prompt_sha256, source, name, line_no, self.now))
             refused.append((rec, why, text_removed))
         return kept, refused, conflicts
+
+
+def _own_part(part: str | None, source: Line, calls_on_line: int) -> Line:
+    """What a trace item's reject row keeps, as the line it is given with: the adapter's part (the item's own
+    spans or records), else the source line when it holds no other call, else a note that it was not kept."""
+    if part is None and calls_on_line > 1:
+        part = json.dumps(
+            {"line": source.no, "not_kept": f"the line holds {calls_on_line} calls; it is not kept for one of them"}
+        )
+    if part is None:
+        return source
+    raw = part.encode("utf-8", "surrogatepass")
+    return Line(source.no, raw, source.end, len(raw))
 
 
 def _legacy_prefix_matches(fh: BinaryIO, legacy: dict) -> bool:

@@ -6,3 +6,4 @@ insert into citations by name select * from batch_citations;
 insert into answer_rejects by name select * from batch_answer_rejects;
 insert into ingest_rejects by name select * from batch_rejects;
 insert into prompt_conflicts by name select * from batch_conflicts;
+insert into request_source_lines by name select * from batch_source_lines;

@@ -7,6 +7,8 @@ select distinct source_file, line, what from (
     select request_id, source_file, source_line, 'conflicting prompt' from prompt_conflicts
     union all
     select request_id, source_file, line_no, 'rejected line' from ingest_rejects
+    union all
+    select request_id, source_file, line_no, 'trace span or event' from request_source_lines
 )
 where request_id = $request_id
 order by source_file, line

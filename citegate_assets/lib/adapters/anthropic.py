@@ -152,6 +152,11 @@ def convert_line(line_no: int, raw: bytes, settings: AdapterSettings) -> Call | 
         return Call(line_no, request_id, None, PROMPT_UNDECODABLE, f"request: {exc}")
     except _NotPaired as exc:
         return Call(line_no, request_id, None, RETRIEVAL_NOT_PAIRED, str(exc))
+    except Exception as exc:  # noqa: BLE001 — a shape this adapter did not expect: this line's reject only
+        detail = f"line {line_no}: cannot be read: {type(exc).__name__}: {exc}"[:300]
+        if request_id is None:
+            return LineReject(line_no, NOT_OF_FORMAT, detail)
+        return Call(line_no, request_id, None, NOT_OF_FORMAT, detail)
     return Call(line_no, record["request_id"], record)
 
 

@@ -34,6 +34,8 @@ MISSING_FIELD = "missing_field"  # a field the record needs (the answer model) i
 INVALID_TIMESTAMP = "invalid_timestamp"  # the call's (or a paired retriever's) time is unusable
 INVALID_RETRIEVED = "invalid_retrieved"  # a retrieved document with no chunk id
 DUPLICATE_CHUNK_ID = "duplicate_chunk_id"  # one chunk id with two different texts in a call's retrieval
+# - a call whose record would pass a bound of lib/adapters/traces.py (one call's bytes, or one file's)
+RECORD_TOO_LARGE = "record_too_large"
 # - given by the registry (lib/adapters/__init__.py), never by an adapter:
 LINE_TOO_LONG = "line_too_long"  # a source line over [ingest].max_line_bytes: never given to the adapter
 ADAPTER_ERROR = "adapter_error"  # a call the adapter gave that cannot be written as a citegate-log/1 line
@@ -54,22 +56,31 @@ class AdapterSettings:
 @dataclass(frozen=True)
 class Call:
     """One model call of the file: its citegate-log/1 record (a dict of the log format's fields, plus
-    `prompt_reconstructed` when true), or, when it cannot be converted, the reason and detail."""
+    `prompt_reconstructed` when true), or, when it cannot be converted, the reason and detail.
+
+    A source line may hold several calls (an OTLP export request holds many traces), so a rejected call's reject
+    row keeps `part`, the call's own spans/records as one JSON object, never its whole line; with no part, ingest
+    keeps the line only when no other call is on it. `lines`: the other source lines its record was read from
+    (its events, its paired retrievers), which `citegate forget` names with the call's own line."""
 
     line_no: int  # 1-based source line holding the call (its LLM span, generation or exchange)
     request_id: str | None
     record: dict | None
     reason: str | None = None
     detail: str | None = None
+    part: str | None = None
+    lines: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class LineReject:
-    """A source line that holds no call and is not of the format (a bad line, never dropped silently)."""
+    """A source line, or a piece of one, that holds no call and is not of the format (never dropped silently).
+    `part`: the piece's own JSON when the line holds more than it (other calls); None: the whole line."""
 
     line_no: int
     reason: str
     detail: str
+    part: str | None = None
 
 
 class Adapter(Protocol):
@@ -85,7 +96,8 @@ class Adapter(Protocol):
     adapter without it is judged by its first line alone.
 
     Both detectors and convert may raise: a detector that raises says no; a convert that raises fails the whole
-    file (nothing of it is taken, the ledger says why). Reasons: the constants above."""
+    file (nothing of it is taken, the ledger says why), so the built-in adapters turn whatever goes wrong with one
+    span, line or call into that item's reject. Reasons: the constants above."""
 
     name: str  # "otlp" | "openinference" | "langfuse" | "anthropic"
 

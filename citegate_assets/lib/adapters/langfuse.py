@@ -42,6 +42,10 @@ indistinguishable from content), content_truncated (a JSON input, output or retr
 JSON does: the OpenTelemetry SDK cuts attribute values over OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT without a marker).
 The API also cuts metadata values over 200 characters unless `expandMetadata` names the key: a long surface value
 arrives cut, unmarked.
+
+Hostile input: an observation that cannot be read is a reject of its own (a GENERATION's under its id; another's
+makes its trace's generations unpairable), the rest of its page is read, and each generation is converted on its
+own. A page line holds many observations, so a rejected one's reject row keeps only its own observation.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -61,12 +65,13 @@ from .base import (
     INVALID_JSON,
     INVALID_UTF8,
     NOT_OF_FORMAT,
+    RECORD_TOO_LARGE,
     RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
     LineReject,
 )
-from .traces import LLM, OTHER, RETRIEVER, Span, SpanTree
+from .traces import LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
 
 NAME = "langfuse"
 MASK_FALLBACK = "<fully masked due to failed mask function>"  # langfuse/_client/constants.py MASK_FALLBACK_VALUE
@@ -101,6 +106,7 @@ class Observation:
     output: Any
     metadata: dict
     model: str | None
+    raw: Any = field(default=None, repr=False, compare=False)  # the observation as exported: a reject row's part
 
 
 class LangfuseAdapter:
@@ -123,12 +129,15 @@ class LangfuseAdapter:
         return bool(_HEAD.match(head)) or (not _OPENS.match(first) and self.detect(first))
 
     def convert(self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings) -> Iterator[Call | LineReject]:
-        observations, rejects = _read(list(lines))
-        pairing = _Pairing(observations)
-        out: list[tuple[int, int, Call | LineReject]] = [(r.line_no, -1, r) for r in rejects]
-        for obs in observations:
+        given = list(lines)
+        read = _read_all(given)
+        pairing = _Pairing(read.observations)
+        pairing.unpairable = read.unpairable
+        budget = RecordBudget(sum(len(raw) for _, raw in given))
+        out: list[tuple[int, int, Call | LineReject]] = [(r.line_no, seq, r) for seq, r in read.rejects]
+        for obs in read.observations:
             if obs.type == "GENERATION":
-                out.append((obs.line_no, obs.seq, _call(obs, pairing, settings)))
+                out.append((obs.line_no, obs.seq, _call(obs, pairing, settings, budget)))
         for _, _, item in sorted(out, key=lambda t: (t[0], t[1])):
             yield item
 
@@ -150,32 +159,46 @@ def _kind(obj: object) -> str | None:
     return None
 
 
-def _read(lines: list[tuple[int, bytes]]) -> tuple[list[Observation], list[LineReject]]:
-    observations: list[Observation] = []
-    rejects: list[LineReject] = []
+@dataclass
+class _Read:
+    observations: list[Observation] = field(default_factory=list)
+    rejects: list[tuple[int, Call | LineReject]] = field(default_factory=list)  # (seq, item)
+    unpairable: dict[str, str] = field(default_factory=dict)  # trace -> why: an observation of it is unreadable
+
+
+def _read(lines: list[tuple[int, bytes]]) -> tuple[list[Observation], list[Call | LineReject]]:
+    """The observations of a file, and its rejects (lines, or observations that cannot be read)."""
+    read = _read_all(lines)
+    return read.observations, [item for _, item in read.rejects]
+
+
+def _read_all(lines: list[tuple[int, bytes]]) -> _Read:
+    read = _Read()
     first = next(((n, raw) for n, raw in lines if raw.strip()), None)
     if first is not None and _is_document_start(first[1]):
         doc_line = first[0]
         try:
             doc = json.loads(b"\n".join(raw for _, raw in lines))
         except (ValueError, RecursionError) as exc:
-            return [], [LineReject(doc_line, INVALID_JSON, f"lines {doc_line}-{lines[-1][0]}: {str(exc)[:200]}")]
-        _add(doc, doc_line, observations, rejects)
-        return observations, rejects
+            detail = f"lines {doc_line}-{lines[-1][0]}: {str(exc)[:200]}"
+            read.rejects.append((-1, LineReject(doc_line, INVALID_JSON, detail)))
+            return read
+        _add(doc, doc_line, read)
+        return read
     for line_no, raw in lines:
         if not raw.strip():
-            rejects.append(LineReject(line_no, EMPTY_LINE, "blank line"))
+            read.rejects.append((-1, LineReject(line_no, EMPTY_LINE, "blank line")))
             continue
         try:
             obj = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            rejects.append(LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}"))
+            read.rejects.append((-1, LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}")))
             continue
         except (ValueError, RecursionError) as exc:
-            rejects.append(LineReject(line_no, INVALID_JSON, str(exc)[:200]))
+            read.rejects.append((-1, LineReject(line_no, INVALID_JSON, str(exc)[:200])))
             continue
-        _add(obj, line_no, observations, rejects)
-    return observations, rejects
+        _add(obj, line_no, read)
+    return read
 
 
 def _is_document_start(raw: bytes) -> bool:
@@ -189,7 +212,7 @@ def _is_document_start(raw: bytes) -> bool:
     return False
 
 
-def _add(obj: object, line_no: int, observations: list[Observation], rejects: list[LineReject]) -> None:
+def _add(obj: object, line_no: int, read: _Read) -> None:
     kind = _kind(obj)
     if kind == "page" and isinstance(obj, dict):
         items, where = obj["data"], "data"
@@ -199,14 +222,40 @@ def _add(obj: object, line_no: int, observations: list[Observation], rejects: li
         items, where = [obj], None
     else:
         shape = type(obj).__name__ if not isinstance(obj, dict) else "object with keys " + ", ".join(list(obj)[:6])
-        rejects.append(LineReject(line_no, NOT_OF_FORMAT, f"not a Langfuse observation or page: {shape}"))
+        read.rejects.append((-1, LineReject(line_no, NOT_OF_FORMAT, f"not a Langfuse observation or page: {shape}")))
         return
     for i, item in enumerate(items):
         label = f"{where}[{i}]" if where is not None else "line"
+        seq = len(read.observations) + len(read.rejects)
         try:
-            observations.append(_observation(item, line_no, len(observations)))
-        except _Bad as bad:
-            rejects.append(LineReject(line_no, bad.reason, f"{label}: {bad.detail}"))
+            read.observations.append(_observation(item, line_no, seq))
+        except Exception as exc:  # noqa: BLE001 — one observation's fault is its own reject, the others are read
+            reason, why = (exc.reason, exc.detail) if isinstance(exc, _Bad) else (NOT_OF_FORMAT, _describe(exc))
+            detail = f"line {line_no}: {label}: {why}"[:500]
+            part = part_text({"line": line_no, label: item})
+            obs_id, trace_id, obs_type = (
+                _field(item, k) for k in (("id", "id"), ("traceId", "trace_id"), ("type", "type"))
+            )
+            if obs_id is not None and (obs_type or "").upper() == "GENERATION":  # a call: rejected under its id
+                read.rejects.append((seq, Call(line_no, obs_id, None, reason, detail, part=part)))
+            else:
+                read.rejects.append((seq, LineReject(line_no, reason, detail, part=part)))
+                if trace_id is not None:  # perhaps a retriever, or a parent: the trace's calls cannot be paired
+                    read.unpairable.setdefault(trace_id, f"an observation of its trace ({detail})")
+
+
+def _field(item: object, names: tuple[str, str]) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    for name in names:
+        value = item.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _describe(exc: Exception) -> str:
+    return f"cannot be read: {type(exc).__name__}: {exc}"[:300]
 
 
 def _observation(obj: object, line_no: int, seq: int) -> Observation:
@@ -232,6 +281,7 @@ def _observation(obj: object, line_no: int, seq: int) -> Observation:
     end_raw = get("endTime", "end_time")
     end = None if end_raw in (None, "") else _timestamp(end_raw, "endTime" if api else "end_time", api)
     return Observation(
+        raw=obj,
         line_no=line_no,
         seq=seq,
         id=ids[0],
@@ -274,16 +324,37 @@ def _span(obs: Observation) -> Span:
 
 
 class _Pairing:
-    """The file's observation tree: which RETRIEVER observations feed a generation, in rank order."""
+    """The file's observation tree: which RETRIEVER observations feed a generation, in rank order; each
+    retriever's documents are read once, whatever the number of generations it feeds."""
 
     def __init__(self, observations: list[Observation]) -> None:
         self.tree = SpanTree(_span(o) for o in observations)
         self.by_key: dict[tuple[str, str], Observation] = {}
         for o in observations:
             self.by_key.setdefault((o.trace_id, o.id), o)  # the first of a repeated id, as SpanTree keeps it
+        self.documents: dict[tuple[str, str], list[tuple[str, str]] | _Bad] = {}
+        self.unpairable: dict[str, str] = {}
+
+    def paired(self, gen: Observation) -> tuple[list[Observation], int]:
+        found = self.tree.paired(_span(gen))
+        return [self.by_key[(s.trace_id, s.span_id)] for s in found.spans], found.left_out
 
     def retrievers(self, gen: Observation) -> list[Observation]:
-        return [self.by_key[(s.trace_id, s.span_id)] for s in self.tree.pair(_span(gen))]
+        return self.paired(gen)[0]
+
+    def docs(self, r: Observation, chunk_id_key: str) -> list[tuple[str, str]]:
+        key = (r.trace_id, r.id)
+        if key not in self.documents:
+            try:
+                self.documents[key] = _documents(r, chunk_id_key)
+            except _Bad as bad:
+                self.documents[key] = bad
+            except Exception as exc:  # noqa: BLE001 — a retriever this adapter cannot read rejects the calls it feeds
+                self.documents[key] = _Bad(NOT_OF_FORMAT, f"retriever {r.id} (line {r.line_no}): {_describe(exc)}")
+        found = self.documents[key]
+        if isinstance(found, _Bad):
+            raise _Bad(found.reason, found.detail)
+        return found
 
 
 def paired_retrievers(gen: Observation, observations: list[Observation]) -> list[Observation]:
@@ -294,20 +365,37 @@ def paired_retrievers(gen: Observation, observations: list[Observation]) -> list
 # -- one call --------------------------------------------------------------------------------------------------------
 
 
-def _call(gen: Observation, pairing: _Pairing, settings: AdapterSettings) -> Call:
+def _call(gen: Observation, pairing: _Pairing, settings: AdapterSettings, budget: RecordBudget) -> Call:
+    """One generation, converted; whatever its conversion raises is its own reject, keeping its own observation
+    (a page line holds many: never theirs)."""
+    retrievers, beyond = pairing.paired(gen)
+    lines = tuple(sorted({r.line_no for r in retrievers} - {gen.line_no}))
     try:
-        record = _record(gen, pairing, settings)
+        record = _record(gen, pairing, settings, retrievers, beyond)
+        over = budget.charge(record)
+        if over is not None:
+            raise _Bad(RECORD_TOO_LARGE, f"generation {gen.id}: {over}")
     except _Bad as bad:
-        return Call(gen.line_no, gen.id, None, bad.reason, bad.detail)
-    return Call(gen.line_no, gen.id, record)
+        reason, detail = bad.reason, bad.detail
+    except Exception as exc:  # noqa: BLE001 — a shape this adapter did not expect: this call's reject only
+        reason, detail = NOT_OF_FORMAT, f"generation {gen.id}: {_describe(exc)}"
+    else:
+        return Call(gen.line_no, gen.id, record, lines=lines)
+    part = part_text({"line": gen.line_no, "observation": gen.raw})
+    return Call(gen.line_no, gen.id, None, reason, f"line {gen.line_no}: {detail}"[:500], part=part, lines=lines)
 
 
-def _record(gen: Observation, pairing: _Pairing, settings: AdapterSettings) -> dict:
+def _record(
+    gen: Observation, pairing: _Pairing, settings: AdapterSettings, retrievers: list[Observation], beyond: int
+) -> dict:
     prompt, encoding = _prompt(gen.input, f"generation {gen.id} input")
-    retrievers = pairing.retrievers(gen)
+    why = pairing.unpairable.get(gen.trace_id)
+    if why is not None:
+        raise _Bad(NOT_OF_FORMAT, f"generation {gen.id} cannot be paired: {why}")
     if not retrievers:
         raise _Bad(RETRIEVAL_NOT_PAIRED, f"no RETRIEVER of trace {gen.trace_id} ended before generation {gen.id}")
-    retrieved = _retrieved(retrievers, settings.chunk_id_key)
+    left_out: list[dict] = []
+    retrieved = _retrieved(retrievers, settings.chunk_id_key, pairing, beyond, left_out)
     answer = _answer(gen.output, f"generation {gen.id} output")
     record: dict[str, Any] = {
         "request_id": gen.id,
@@ -320,6 +408,8 @@ def _record(gen: Observation, pairing: _Pairing, settings: AdapterSettings) -> d
         "answer": answer,
         "citations": _citations(answer, settings.citations_path),
     }
+    if left_out:
+        record["retrieved_left_out"] = left_out
     if gen.model is not None:  # absent: ingest rejects the record as missing_field, as for any log line
         record["answer_model"] = gen.model
     return record
@@ -381,27 +471,38 @@ def _prompt(value: Any, what: str) -> tuple[str, str]:
     return json.dumps({"messages": messages}, ensure_ascii=False), "json"
 
 
-def _retrieved(retrievers: list[Observation], chunk_id_key: str) -> list[dict]:
-    out: list[dict] = []
+def _retrieved(
+    retrievers: list[Observation], chunk_id_key: str, pairing: _Pairing, beyond: int, left_out: list[dict]
+) -> list[dict]:
+    chunks: list[tuple[str, str]] = []
     seen: set[tuple[str, str]] = set()
     for r in retrievers:
-        docs = _parse(r.output, f"retriever {r.id} output")
-        if not isinstance(docs, list):
-            raise _Bad(NOT_OF_FORMAT, f"retriever {r.id} output is not a list of documents")
-        for i, doc in enumerate(docs):
-            where = f"retriever {r.id} output[{i}]"
-            if not isinstance(doc, dict) or not isinstance(doc.get("page_content"), str):
-                raise _Bad(NOT_OF_FORMAT, f"{where} is not a document with a string 'page_content'")
-            text = doc["page_content"]
-            if text.strip() in REDACTION_MARKERS:
-                raise _Bad(CONTENT_REDACTED, f"{where}.page_content is the redaction marker {text.strip()!r}")
-            chunk_id = _chunk_id(doc, chunk_id_key)
-            if chunk_id is None:
-                raise _Bad(NOT_OF_FORMAT, f"{where} has no 'id' and no metadata '{chunk_id_key}'")
+        for chunk_id, text in pairing.docs(r, chunk_id_key):
             if (chunk_id, text) in seen:  # the same chunk from two retrievers of the group: once
                 continue
             seen.add((chunk_id, text))
-            out.append({"chunk_id": chunk_id, "rank": len(out) + 1, "text": text})
+            chunks.append((chunk_id, text))
+    kept = bounded_chunks(chunks, beyond, left_out)
+    return [{"chunk_id": chunk_id, "rank": i, "text": text} for i, (chunk_id, text) in enumerate(kept, 1)]
+
+
+def _documents(r: Observation, chunk_id_key: str) -> list[tuple[str, str]]:
+    """A retriever's documents (chunk id, text), in order."""
+    docs = _parse(r.output, f"retriever {r.id} output")
+    if not isinstance(docs, list):
+        raise _Bad(NOT_OF_FORMAT, f"retriever {r.id} output is not a list of documents")
+    out = []
+    for i, doc in enumerate(docs):
+        where = f"retriever {r.id} output[{i}]"
+        if not isinstance(doc, dict) or not isinstance(doc.get("page_content"), str):
+            raise _Bad(NOT_OF_FORMAT, f"{where} is not a document with a string 'page_content'")
+        text = doc["page_content"]
+        if text.strip() in REDACTION_MARKERS:
+            raise _Bad(CONTENT_REDACTED, f"{where}.page_content is the redaction marker {text.strip()!r}")
+        chunk_id = _chunk_id(doc, chunk_id_key)
+        if chunk_id is None:
+            raise _Bad(NOT_OF_FORMAT, f"{where} has no 'id' and no metadata '{chunk_id_key}'")
+        out.append((chunk_id, text))
     return out
 
 

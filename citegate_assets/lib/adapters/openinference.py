@@ -42,7 +42,9 @@ wraps another LLM span (see `model_calls`):
   would be a false fabricated_id). A paired RETRIEVER span with no documents is an empty retrieval, no reject.
 
 What is not read: `llm.prompt_template.*` (the surface's template applies), RERANKER spans, `document.score`.
-The whole file is read before pairing, so a file's spans are held in memory at once.
+The whole file is read before pairing, so a file's spans are held in memory at once. A line that is no readable
+span is a reject of its own (and the calls of the trace it names cannot be paired); each call is converted on
+its own, whatever its conversion raises being its reject.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from .base import (
     MISSING_FIELD,
     NOT_OF_FORMAT,
     PROMPT_UNDECODABLE,
+    RECORD_TOO_LARGE,
     RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
@@ -156,7 +159,22 @@ def parse_span(line_no: int, raw: bytes) -> Span | LineReject:
     try:
         return _span(line_no, obj)
     except _Reject as rej:
-        return LineReject(line_no, rej.reason, rej.detail)
+        return LineReject(line_no, rej.reason, f"line {line_no}: {rej.detail}")
+    except Exception as exc:  # noqa: BLE001 — whatever is wrong with one span line, it is that line's reject
+        return LineReject(line_no, NOT_OF_FORMAT, f"line {line_no}: {type(exc).__name__}: {exc}"[:_DETAIL_MAX])
+
+
+def _trace_of(raw: bytes) -> str | None:
+    """The trace id a line that is no readable span still names, if any: its trace's calls cannot be paired."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    context = obj.get("context")
+    value = context.get("trace_id") if isinstance(context, dict) else obj.get("context.trace_id")
+    return value if isinstance(value, str) and value else None
 
 
 def _span(line_no: int, obj: dict) -> Span:
@@ -235,20 +253,32 @@ def _ns(value: datetime | str) -> int | None:
 
 
 class _Trace:
-    """The spans of one file, by (trace_id, span_id), with lib/adapters/traces.py's tree over them."""
+    """The spans of one file, by (trace_id, span_id), with lib/adapters/traces.py's tree over them. What a call
+    needs of its ancestors (its surface, whether an LLM span wraps another) is found once per span, memoized, so a
+    deep chain of spans costs its length, not its length per call."""
 
     def __init__(self, spans: list[Span]) -> None:
         self.by_id: dict[tuple[str, str], Span] = {}
         self.retrievers: dict[str, list[Span]] = {}
         self.nodes: dict[tuple[str, str], traces.Span] = {}
+        self.bad_retriever: dict[str, Span] = {}  # trace -> its first RETRIEVER span whose end_time is unusable
+        self.unpairable: dict[str, str] = {}  # trace -> why: a line of it is no readable span
+        self.documents: dict[tuple[str, str], list[tuple[str, str]] | _Reject] = {}
         for s in spans:
             if s.kind == "RETRIEVER":
                 self.retrievers.setdefault(s.trace_id, []).append(s)
+                if isinstance(s.end, str):
+                    self.bad_retriever.setdefault(s.trace_id, s)
             kind = {"LLM": traces.LLM, "RETRIEVER": traces.RETRIEVER}.get(s.kind, traces.OTHER)
             node = traces.Span(s.trace_id, s.span_id, s.parent_id, _ns(s.start) or 0, _ns(s.end), kind)
             self.nodes.setdefault((s.trace_id, s.span_id), node)
             self.by_id.setdefault((s.trace_id, s.span_id), s)
         self.tree = traces.SpanTree(self.nodes.values())
+        self._surface: dict[tuple[str, str], Span | None] = {}
+
+    def parent(self, span: Span) -> Span | None:
+        up = self.tree.parent(span.trace_id, span.span_id)
+        return self.by_id.get((span.trace_id, up)) if up is not None else None
 
     def ancestors(self, span: Span) -> list[Span]:
         """The ancestor spans the file holds, nearest first."""
@@ -256,16 +286,40 @@ class _Trace:
         return [s for p in ids if (s := self.by_id.get((span.trace_id, p))) is not None]
 
     def surface(self, span: Span, settings: AdapterSettings) -> str:
-        for s in [span, *self.ancestors(span)]:
-            where = f"span {s.span_id} (line {s.line_no})"
-            value = s.attrs.get(settings.surface_key)
-            if value is None:
-                value = _meta_get(s.attrs, "metadata", settings.surface_key, where)
-            if value is not None:
-                if not isinstance(value, str) or not value.strip():
-                    raise _Reject(NOT_OF_FORMAT, f"{where}: surface {settings.surface_key!r} is not a non-empty string")
-                return value
-        return settings.default_surface
+        holder = self._surface_holder(span, settings)
+        if holder is None:
+            return settings.default_surface
+        where = f"span {holder.span_id} (line {holder.line_no})"
+        value = _surface_value(holder, settings, where)
+        if not isinstance(value, str) or not value.strip():
+            raise _Reject(NOT_OF_FORMAT, f"{where}: surface {settings.surface_key!r} is not a non-empty string")
+        return value
+
+    def _surface_holder(self, span: Span, settings: AdapterSettings) -> Span | None:
+        """The span itself or its nearest ancestor that names a surface (memoized along the way up)."""
+        path: list[Span] = []
+        node: Span | None = span
+        found: Span | None = None
+        while node is not None:
+            key = (node.trace_id, node.span_id)
+            if key in self._surface:
+                found = self._surface[key]
+                break
+            path.append(node)
+            if _surface_value(node, settings, f"span {node.span_id} (line {node.line_no})") is not None:
+                found = node
+                break
+            node = self.parent(node)
+        for visited in path:
+            self._surface[(visited.trace_id, visited.span_id)] = found
+        return found
+
+
+def _surface_value(span: Span, settings: AdapterSettings, where: str) -> Any:
+    value = span.attrs.get(settings.surface_key)
+    if value is None:
+        value = _meta_get(span.attrs, "metadata", settings.surface_key, where)
+    return value
 
 
 # --- pairing -------------------------------------------------------------------------------------------------
@@ -285,6 +339,12 @@ def pair_retrievers(trace: _Trace, call: Span) -> list[Span]:
         return []
     paired = trace.tree.pair(trace.nodes[(call.trace_id, call.span_id)])
     return [trace.by_id[(r.trace_id, r.span_id)] for r in paired]
+
+
+def _paired(trace: _Trace, call: Span) -> traces.Paired:
+    if isinstance(call.start, str):
+        return traces.Paired([], 0)
+    return trace.tree.paired(trace.nodes[(call.trace_id, call.span_id)])
 
 
 def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[str, str]]:
@@ -317,15 +377,17 @@ def _doc_key(key: str, prefix: str) -> bool:
     return key.startswith(prefix) and key[len(prefix) :].split(".", 1)[0].isdigit()
 
 
-def _retrieved(trace: _Trace, call: Span, settings: AdapterSettings) -> list[dict] | None:
-    """The chunks of the paired RETRIEVER spans in rank order; None when no RETRIEVER span is paired."""
-    paired = pair_retrievers(trace, call)
-    if not paired:
+def _retrieved(
+    trace: _Trace, call: Span, settings: AdapterSettings, paired: traces.Paired, left_out: list[dict]
+) -> list[dict] | None:
+    """The chunks of the paired RETRIEVER spans in rank order (bounded: lib/adapters/traces.py); None when no
+    RETRIEVER span is paired."""
+    if not paired.spans:
         return None
     seen: dict[str, str] = {}
-    out: list[dict] = []
-    for retriever in paired:
-        for chunk_id, text in _documents(retriever, settings):
+    chunks: list[tuple[str, str]] = []
+    for node in paired.spans:
+        for chunk_id, text in _documents_once(trace, trace.by_id[(node.trace_id, node.span_id)], settings):
             if chunk_id in seen:
                 if seen[chunk_id] != text:
                     raise _Reject(
@@ -334,8 +396,26 @@ def _retrieved(trace: _Trace, call: Span, settings: AdapterSettings) -> list[dic
                     )
                 continue  # the same chunk from two paired retrievers: kept once, at its first rank
             seen[chunk_id] = text
-            out.append({"chunk_id": chunk_id, "rank": len(out) + 1, "text": text})
-    return out
+            chunks.append((chunk_id, text))
+    kept = traces.bounded_chunks(chunks, paired.left_out, left_out)
+    return [{"chunk_id": chunk_id, "rank": i, "text": text} for i, (chunk_id, text) in enumerate(kept, 1)]
+
+
+def _documents_once(trace: _Trace, retriever: Span, settings: AdapterSettings) -> list[tuple[str, str]]:
+    """A retriever's documents, read once for all the calls it feeds (a reject is remembered as well)."""
+    key = (retriever.trace_id, retriever.span_id)
+    if key not in trace.documents:
+        try:
+            trace.documents[key] = _documents(retriever, settings)
+        except _Reject as rej:
+            trace.documents[key] = rej
+        except Exception as exc:  # noqa: BLE001 — a retriever this adapter cannot read rejects the calls it feeds
+            where = f"retriever span {retriever.span_id} (line {retriever.line_no})"
+            trace.documents[key] = _Reject(NOT_OF_FORMAT, f"{where}: {type(exc).__name__}: {exc}")
+    found = trace.documents[key]
+    if isinstance(found, _Reject):
+        raise _Reject(found.reason, found.detail)
+    return found
 
 
 # --- the prompt ----------------------------------------------------------------------------------------------
@@ -526,51 +606,73 @@ def _citations(answer: str | None, path: str) -> Any:
 # --- the adapter ---------------------------------------------------------------------------------------------
 
 
-def _call(trace: _Trace, span: Span, settings: AdapterSettings) -> Call:
+def _call(trace: _Trace, span: Span, settings: AdapterSettings, budget: traces.RecordBudget) -> Call:
+    """One call, converted; whatever its conversion raises is its own reject. Its line holds it alone (one span per
+    line), so a reject row keeps that line."""
+    paired = _paired(trace, span)
+    lines = tuple(sorted({r.line_no for n in paired.spans if (r := trace.by_id.get((n.trace_id, n.span_id)))}))
+    lines = tuple(n for n in lines if n != span.line_no)
     try:
-        if isinstance(span.start, str):
-            raise _Reject(INVALID_TIMESTAMP, f"LLM span {span.span_id}: {span.start}")
-        for r in trace.retrievers.get(span.trace_id, []):
-            if isinstance(r.end, str):
-                raise _Reject(
-                    INVALID_TIMESTAMP,
-                    f"retriever span {r.span_id} (line {r.line_no}) of this trace: {r.end}; cannot pair its chunks",
-                )
-        prompt, body = _prompt(span)
-        model = span.attrs.get("llm.model_name")
-        if not isinstance(model, str) or not model:
-            model = body.get("model") if body is not None else None
-        if not isinstance(model, str) or not model:
-            raise _Reject(MISSING_FIELD, f"LLM span {span.span_id}: no llm.model_name and no model in input.value")
-        output = _output_body(span)
-        native, citations, blocks = _native_citations(span, output, prompt, body, settings)
-        answer = native if citations else _answer(span, output)
-        retrieved = _retrieved(trace, span, settings)
-        if retrieved is None and not blocks and body is not None:  # the request's own documents, cited or not
-            blocks = _request_blocks(span, prompt, settings)
-        if not retrieved and blocks:  # no retriever span paired: the request's citable blocks, in the order sent
-            retrieved = [{"chunk_id": b.chunk_id, "rank": b.rank, "text": b.text} for b in blocks if b.readable]
-        if retrieved is None:  # no retriever paired, no citable block in the request: never an empty retrieval
-            raise _Reject(
-                RETRIEVAL_NOT_PAIRED,
-                f"LLM span {span.span_id}: no RETRIEVER span of trace {span.trace_id} ended before the call started,"
-                " and the request holds no citable document or search result block",
-            )
-        record = {
-            "request_id": span.span_id,
-            "logged_at": span.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-            "surface": trace.surface(span, settings),
-            "answer_model": model,
-            "prompt": prompt,
-            "prompt_encoding": "json",
-            "prompt_reconstructed": True,
-            "retrieved": retrieved,
-            "answer": answer,
-            "citations": citations or _citations(answer, settings.citations_path),
-        }
+        record = _record(trace, span, settings, paired)
+        over = budget.charge(record)
+        if over is not None:
+            raise _Reject(RECORD_TOO_LARGE, f"LLM span {span.span_id}: {over}")
     except _Reject as rej:
-        return Call(span.line_no, span.span_id, None, rej.reason, rej.detail)
-    return Call(span.line_no, span.span_id, record)
+        return Call(span.line_no, span.span_id, None, rej.reason, f"line {span.line_no}: {rej.detail}", lines=lines)
+    except Exception as exc:  # noqa: BLE001 — a shape this adapter did not expect: this call's reject only
+        detail = f"line {span.line_no}: LLM span {span.span_id}: cannot be read: {type(exc).__name__}: {exc}"
+        return Call(span.line_no, span.span_id, None, NOT_OF_FORMAT, detail[:_DETAIL_MAX], lines=lines)
+    return Call(span.line_no, span.span_id, record, lines=lines)
+
+
+def _record(trace: _Trace, span: Span, settings: AdapterSettings, paired: traces.Paired) -> dict:
+    if isinstance(span.start, str):
+        raise _Reject(INVALID_TIMESTAMP, f"LLM span {span.span_id}: {span.start}")
+    bad = trace.bad_retriever.get(span.trace_id)
+    if bad is not None:
+        raise _Reject(
+            INVALID_TIMESTAMP,
+            f"retriever span {bad.span_id} (line {bad.line_no}) of this trace: {bad.end}; cannot pair its chunks",
+        )
+    why = trace.unpairable.get(span.trace_id)
+    if why is not None:
+        raise _Reject(NOT_OF_FORMAT, f"LLM span {span.span_id}: cannot be paired: {why}")
+    prompt, body = _prompt(span)
+    model = span.attrs.get("llm.model_name")
+    if not isinstance(model, str) or not model:
+        model = body.get("model") if body is not None else None
+    if not isinstance(model, str) or not model:
+        raise _Reject(MISSING_FIELD, f"LLM span {span.span_id}: no llm.model_name and no model in input.value")
+    output = _output_body(span)
+    native, citations, blocks = _native_citations(span, output, prompt, body, settings)
+    answer = native if citations else _answer(span, output)
+    left_out: list[dict] = []
+    retrieved = _retrieved(trace, span, settings, paired, left_out)
+    if retrieved is None and not blocks and body is not None:  # the request's own documents, cited or not
+        blocks = _request_blocks(span, prompt, settings)
+    if not retrieved and blocks:  # no retriever span paired: the request's citable blocks, in the order sent
+        retrieved = [{"chunk_id": b.chunk_id, "rank": b.rank, "text": b.text} for b in blocks if b.readable]
+    if retrieved is None:  # no retriever paired, no citable block in the request: never an empty retrieval
+        raise _Reject(
+            RETRIEVAL_NOT_PAIRED,
+            f"LLM span {span.span_id}: no RETRIEVER span of trace {span.trace_id} ended before the call started,"
+            " and the request holds no citable document or search result block",
+        )
+    record = {
+        "request_id": span.span_id,
+        "logged_at": span.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "surface": trace.surface(span, settings),
+        "answer_model": model,
+        "prompt": prompt,
+        "prompt_encoding": "json",
+        "prompt_reconstructed": True,
+        "retrieved": retrieved,
+        "answer": answer,
+        "citations": citations or _citations(answer, settings.citations_path),
+    }
+    if left_out:
+        record["retrieved_left_out"] = left_out
+    return record
 
 
 class OpenInferenceAdapter:
@@ -585,14 +687,22 @@ class OpenInferenceAdapter:
     def convert(self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings) -> Iterator[Call | LineReject]:
         spans: list[Span] = []
         out: list[Call | LineReject] = []
+        unpairable: dict[str, str] = {}
+        source_bytes = 0
         for line_no, raw in lines:
+            source_bytes += len(raw)
             parsed = parse_span(line_no, raw)
             if isinstance(parsed, LineReject):
                 out.append(parsed)
+                trace_id = _trace_of(raw) if parsed.reason == NOT_OF_FORMAT else None
+                if trace_id is not None:
+                    unpairable.setdefault(trace_id, f"line {line_no} of its trace is no readable span")
             else:  # every kind: CHAIN and other spans place the calls and retrievers in the tree
                 spans.append(parsed)
         trace = _Trace(spans)
-        out.extend(_call(trace, s, settings) for s in model_calls(trace, spans))
+        trace.unpairable = unpairable
+        budget = traces.RecordBudget(source_bytes)
+        out.extend(_call(trace, s, settings, budget) for s in model_calls(trace, spans))
         yield from sorted(out, key=lambda item: item.line_no)
 
 
@@ -602,8 +712,13 @@ def model_calls(trace: _Trace, spans: list[Span]) -> list[Span]:
     LLM span over the openai instrumentor's). The innermost span is the call the SDK made; the wrapper's line
     holds no call, so the call lands once. (A span exported twice is two calls: ingest reports the second.)"""
     llm = [s for s in spans if s.kind == "LLM"]
-    wrappers = {(s.trace_id, a.span_id) for s in llm for a in trace.ancestors(s) if a.kind == "LLM"}
-    return [s for s in llm if (s.trace_id, s.span_id) not in wrappers]
+    below: set[tuple[str, str]] = set()  # spans with an LLM span somewhere under them
+    for s in llm:
+        node = trace.parent(s)
+        while node is not None and (node.trace_id, node.span_id) not in below:  # each span marked once
+            below.add((node.trace_id, node.span_id))
+            node = trace.parent(node)
+    return [s for s in llm if (s.trace_id, s.span_id) not in below]
 
 
 ADAPTER = OpenInferenceAdapter()

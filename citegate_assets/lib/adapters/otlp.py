@@ -18,7 +18,8 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   `{id, score, ...}` (the convention requires only id and score). Text, when a producer adds it, is read from
   `content` (the conventions' name for text in message parts), else `text`; metadata from `metadata`.
 - Pairing: lib/adapters/traces.py (same trace, ended before the call started, nearest ancestor first, then
-  nearest in time); ranks follow that order. Chunk id = the document's `id`, else `metadata[chunk_id_key]`.
+  nearest in time, within its bounds); ranks follow that order. Chunk id = the document's `id`, else
+  `metadata[chunk_id_key]`. A retriever's documents are read once, whatever the number of calls it feeds.
   A call with no retrieval span paired is rejected (`retrieval_not_paired`), never given an empty retrieval
   (each of its citations would be a false fabricated_id); a paired retrieval span that failed (status ERROR)
   counts as paired and adds no document.
@@ -39,6 +40,10 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   OpenInference-style `__REDACTED__` text) → content_redacted; a content attribute cut by the SDK's attribute
   length limit (`OTEL_[SPAN_]ATTRIBUTE_VALUE_LENGTH_LIMIT`: a JSON string that ends mid-value) →
   content_truncated. The same holds for the documents of a paired retrieval span.
+- Hostile input: a line is read piece by piece (a span or log record that is not OTLP/JSON is a reject of its
+  own, keeping its own JSON; an attribute value that cannot be read fails only a call that needs it), and each
+  call is converted on its own (whatever its conversion raises is its reject). A line holds many traces, so a
+  rejected call's reject row keeps its own span and events (`_part`), never the line.
 """
 
 from __future__ import annotations
@@ -58,12 +63,13 @@ from .base import (
     INVALID_JSON,
     INVALID_UTF8,
     NOT_OF_FORMAT,
+    RECORD_TOO_LARGE,
     RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
     LineReject,
 )
-from .traces import LLM, OTHER, RETRIEVER, Span, SpanTree
+from .traces import LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 RETRIEVAL_OPERATION = "retrieval"
@@ -92,7 +98,7 @@ _INT = re.compile(r"-?\d+")
 
 
 class _Bad(ValueError):
-    """A line that is JSON but not OTLP/JSON; the message names the field at fault."""
+    """A piece of a line (a span, a log record, a list) that is not OTLP/JSON; the message names the field."""
 
 
 class _Unusable(Exception):
@@ -104,13 +110,24 @@ class _Unusable(Exception):
         self.detail = detail
 
 
+@dataclass(frozen=True)
+class _Broken:
+    """An attribute (or a resource) whose value could not be read: a call that needs it is rejected, by where."""
+
+    where: str
+    why: str
+
+    def __repr__(self) -> str:
+        return f"<unreadable: {self.why}>"
+
+
 @dataclass
 class _SpanRow:
     line_no: int
     order: int  # position in the file, for source order within a line
     span: Span
     attributes: dict[str, Any]
-    resource: dict[str, Any]
+    resource: dict[str, Any] | _Broken
     status_code: int
     name: str
 
@@ -121,13 +138,31 @@ class _Event:
     body: Any
     time: int
     order: int
+    line_no: int
+
+
+@dataclass
+class _BrokenSpan:
+    """A span that could not be read: a reject of its own; a call of its trace cannot be paired for sure."""
+
+    line_no: int
+    order: int
+    where: str
+    why: str
+    trace_id: str | None
+    span_id: str | None
+    is_call: bool  # its gen_ai.operation.name says it is a model call
+    part: str
 
 
 @dataclass
 class _File:
     spans: list[_SpanRow] = field(default_factory=list)
     events: dict[tuple[str, str], list[_Event]] = field(default_factory=dict)
+    broken_events: dict[tuple[str, str], str] = field(default_factory=dict)  # (trace, span) -> why
+    broken_spans: list[_BrokenSpan] = field(default_factory=list)
     line_rejects: list[LineReject] = field(default_factory=list)
+    source_bytes: int = 0
 
 
 class OtlpAdapter:
@@ -147,19 +182,29 @@ class OtlpAdapter:
         f = _File()
         order = 0
         for line_no, raw in lines:
+            f.source_bytes += len(raw)
             order = _read_line(f, line_no, raw, order)
         tree = SpanTree(row.span for row in f.spans)
-        retrievers = {(r.span.trace_id, r.span.span_id): r for r in f.spans if r.span.kind == RETRIEVER}
+        conv = _Conversion(f, tree, settings)
         out: list[tuple[int, int, Call | LineReject]] = [(r.line_no, -1, r) for r in f.line_rejects]
+        for b in f.broken_spans:
+            if b.is_call and b.trace_id and b.span_id:
+                rid = f"{b.trace_id}/{b.span_id}"
+                out.append((b.line_no, b.order, Call(b.line_no, rid, None, NOT_OF_FORMAT, b.why, part=b.part)))
+            else:
+                out.append((b.line_no, b.order, LineReject(b.line_no, NOT_OF_FORMAT, b.why, part=b.part)))
         for row in f.spans:
             if row.span.kind == LLM:
-                out.append((row.line_no, row.order, _call(row, f, tree, retrievers, settings)))
+                out.append((row.line_no, row.order, conv.call(row)))
         out.sort(key=lambda t: (t[0], t[1]))
         for _, _, item in out:
             yield item
 
 
 # --- reading lines ---------------------------------------------------------------------------------------------
+# A line is read piece by piece: a span or log record that is not OTLP/JSON is a reject of its own (with its own
+# JSON as the reject row's part), and every other span of the line is still read; only a line that is no JSON
+# object of the format at all is a whole-line reject.
 
 
 def _read_line(f: _File, line_no: int, raw: bytes, order: int) -> int:
@@ -176,35 +221,137 @@ def _read_line(f: _File, line_no: int, raw: bytes, order: int) -> int:
     except (ValueError, RecursionError) as exc:
         f.line_rejects.append(LineReject(line_no, INVALID_JSON, str(exc)[:200]))
         return order
-    spans: list[_SpanRow] = []
-    events: list[tuple[tuple[str, str], _Event]] = []
-    try:
-        if not isinstance(obj, dict):
-            raise _Bad(f"line holds a JSON {type(obj).__name__}, not an ExportTraceServiceRequest object")
-        if "resourceSpans" not in obj and "resourceLogs" not in obj:
-            raise _Bad("no 'resourceSpans' (ExportTraceServiceRequest) or 'resourceLogs' (ExportLogsServiceRequest)")
-        for ri, rs in enumerate(_list(obj, "resourceSpans", "")):
-            where = f"resourceSpans[{ri}]"
-            resource = _attributes(_obj(rs, "resource", where), f"{where}.resource")
-            for si, ss in enumerate(_list(rs, "scopeSpans", where)):
-                for pi, sp in enumerate(_list(ss, "spans", f"{where}.scopeSpans[{si}]")):
-                    order += 1
-                    spans.append(_span(sp, f"{where}.scopeSpans[{si}].spans[{pi}]", line_no, order, resource))
-        for ri, rl in enumerate(_list(obj, "resourceLogs", "")):
-            where = f"resourceLogs[{ri}]"
-            for si, sl in enumerate(_list(rl, "scopeLogs", where)):
-                for pi, lr in enumerate(_list(sl, "logRecords", f"{where}.scopeLogs[{si}]")):
-                    order += 1
-                    keyed = _log_event(lr, f"{where}.scopeLogs[{si}].logRecords[{pi}]", order)
-                    if keyed is not None:
-                        events.append(keyed)
-    except _Bad as exc:
-        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, str(exc)))
+    if not isinstance(obj, dict):
+        what = f"line holds a JSON {type(obj).__name__}, not an ExportTraceServiceRequest object"
+        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, what))
         return order
-    f.spans.extend(spans)
-    for key, event in events:
-        f.events.setdefault(key, []).append(event)
+    if "resourceSpans" not in obj and "resourceLogs" not in obj:
+        what = "no 'resourceSpans' (ExportTraceServiceRequest) or 'resourceLogs' (ExportLogsServiceRequest)"
+        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, what))
+        return order
+    for top, scopes_key, items_key in (
+        ("resourceSpans", "scopeSpans", "spans"),
+        ("resourceLogs", "scopeLogs", "logRecords"),
+    ):
+        for where, value, resource in _items(f, line_no, obj, top, scopes_key, items_key):
+            order += 1
+            if top == "resourceSpans":
+                _read_span(f, value, where, line_no, order, resource)
+            else:
+                _read_log_record(f, value, where, line_no, order)
     return order
+
+
+def _items(
+    f: _File, line_no: int, obj: dict, top: str, scopes_key: str, items_key: str
+) -> Iterator[tuple[str, Any, Any]]:
+    """(where, span or log record, its resource's attributes) of a line; a list or object that is not what
+    OTLP/JSON puts there is a piece reject, and the pieces beside it are still read."""
+
+    def bad(where: str, value: Any, what: str) -> None:
+        why = f"line {line_no}: {where} is {_kind(value)}, not {what}"
+        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, why, part=part_text({"line": line_no, where: value})))
+
+    resources = obj.get(top)
+    if resources is None:
+        return
+    if not isinstance(resources, list):
+        bad(top, resources, "a list")
+        return
+    for ri, rs in enumerate(resources):
+        where = f"{top}[{ri}]"
+        if not isinstance(rs, dict):
+            bad(where, rs, "an object")
+            continue
+        resource = _resource(rs, where)
+        scopes = rs.get(scopes_key)
+        if scopes is None:
+            continue
+        if not isinstance(scopes, list):
+            bad(f"{where}.{scopes_key}", scopes, "a list")
+            continue
+        for si, ss in enumerate(scopes):
+            scope_where = f"{where}.{scopes_key}[{si}]"
+            if not isinstance(ss, dict):
+                bad(scope_where, ss, "an object")
+                continue
+            items = ss.get(items_key)
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                bad(f"{scope_where}.{items_key}", items, "a list")
+                continue
+            for pi, item in enumerate(items):
+                yield f"{scope_where}.{items_key}[{pi}]", item, resource
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a JSON {type(value).__name__}"
+
+
+def _resource(rs: dict, where: str) -> dict[str, Any] | _Broken:
+    """A resource's attributes; unreadable ones are _Broken values, an unreadable resource one _Broken."""
+    try:
+        return _attributes(_obj(rs, "resource", where), f"{where}.resource")
+    except (_Bad, RecursionError) as exc:
+        return _Broken(f"{where}.resource", str(exc)[:200])
+
+
+def _read_span(f: _File, sp: Any, where: str, line_no: int, order: int, resource: Any) -> None:
+    try:
+        f.spans.append(_span(sp, where, line_no, order, resource))
+    except Exception as exc:  # noqa: BLE001 — whatever is wrong with one span, it is that span's reject
+        why = str(exc) if isinstance(exc, _Bad) else f"{where}: {type(exc).__name__}: {exc}"
+        trace_id, span_id, is_call = _identity(sp)
+        f.broken_spans.append(
+            _BrokenSpan(
+                line_no,
+                order,
+                where,
+                f"line {line_no}: {why}"[:500],
+                trace_id,
+                span_id,
+                is_call,
+                part_text({"line": line_no, "span": sp}),
+            )
+        )
+
+
+def _identity(sp: Any) -> tuple[str | None, str | None, bool]:
+    """What can still be read of a broken span: its ids (when hex), and whether it says it is a model call."""
+    if not isinstance(sp, dict):
+        return None, None, False
+    ids = []
+    for key, pattern in (("traceId", _HEX_TRACE), ("spanId", _HEX_SPAN)):
+        value = sp.get(key)
+        ok = isinstance(value, str) and pattern.fullmatch(value) and set(value) != {"0"}
+        ids.append(value.lower() if ok and isinstance(value, str) else None)
+    is_call = False
+    attributes = sp.get("attributes")
+    if isinstance(attributes, list):
+        for kv in attributes:
+            if isinstance(kv, dict) and kv.get("key") == "gen_ai.operation.name":
+                value = kv.get("value")
+                is_call = isinstance(value, dict) and value.get("stringValue") in INFERENCE_OPERATIONS
+    return ids[0], ids[1], is_call
+
+
+def _read_log_record(f: _File, lr: Any, where: str, line_no: int, order: int) -> None:
+    try:
+        keyed = _log_event(lr, where, order, line_no)
+    except Exception as exc:  # noqa: BLE001 — one log record's fault is its own
+        why = str(exc) if isinstance(exc, _Bad) else f"{where}: {type(exc).__name__}: {exc}"
+        why = f"line {line_no}: {why}"[:500]
+        trace_id, span_id, _ = _identity(lr)
+        if trace_id and span_id:  # an event of that call, unreadable: the call cannot be rebuilt whole
+            f.broken_events.setdefault((trace_id, span_id), why)
+        f.line_rejects.append(
+            LineReject(line_no, NOT_OF_FORMAT, why, part=part_text({"line": line_no, "logRecord": lr}))
+        )
+        return
+    if keyed is not None:
+        key, event = keyed
+        f.events.setdefault(key, []).append(event)
 
 
 def _obj(parent: dict, key: str, where: str) -> dict:
@@ -237,7 +384,7 @@ def _hex_id(obj: dict, key: str, where: str, pattern: re.Pattern[str], required:
         return None
     if not isinstance(value, str) or not pattern.fullmatch(value):
         raise _Bad(
-            f"{where}.{key} is {json.dumps(value)[:60]}, not {pattern.pattern[-3:-1]} hex digits "
+            f"{where}.{key} is {_quote(value)}, not {pattern.pattern[-3:-1]} hex digits "
             "(OTLP/JSON writes ids as hex; protobuf's own JSON mapping would give base64)"
         )
     if set(value) == {"0"}:
@@ -247,6 +394,14 @@ def _hex_id(obj: dict, key: str, where: str, pattern: re.Pattern[str], required:
     return value.lower()
 
 
+def _quote(value: Any) -> str:
+    """A value as a detail quotes it: short, never raising."""
+    try:
+        return json.dumps(value)[:60]
+    except (TypeError, ValueError, RecursionError):
+        return type(value).__name__
+
+
 def _nanos(obj: dict, key: str, where: str, required: bool) -> int | None:
     value = obj.get(key)
     if value is None or value == "0" or value == 0:
@@ -254,11 +409,11 @@ def _nanos(obj: dict, key: str, where: str, required: bool) -> int | None:
             raise _Bad(f"{where}.{key} is missing")
         return None
     if isinstance(value, bool) or not ((isinstance(value, int)) or (isinstance(value, str) and _INT.fullmatch(value))):
-        raise _Bad(f"{where}.{key} is {json.dumps(value)[:60]}, not an int64 (a decimal string in OTLP/JSON)")
+        raise _Bad(f"{where}.{key} is {_quote(value)}, not an int64 (a decimal string in OTLP/JSON)")
     return int(value)
 
 
-def _span(sp: Any, where: str, line_no: int, order: int, resource: dict[str, Any]) -> _SpanRow:
+def _span(sp: Any, where: str, line_no: int, order: int, resource: dict[str, Any] | _Broken) -> _SpanRow:
     if not isinstance(sp, dict):
         raise _Bad(f"{where} is not an object")
     trace_id = _hex_id(sp, "traceId", where, _HEX_TRACE, True)
@@ -270,9 +425,11 @@ def _span(sp: Any, where: str, line_no: int, order: int, resource: dict[str, Any
     status = _obj(sp, "status", where)
     code = status.get("code", 0)
     if isinstance(code, bool) or not isinstance(code, int):
-        raise _Bad(f"{where}.status.code is {json.dumps(code)[:40]}, not an integer enum")
+        raise _Bad(f"{where}.status.code is {_quote(code)}, not an integer enum")
     assert trace_id is not None and span_id is not None and start is not None
     op = attributes.get("gen_ai.operation.name")
+    if isinstance(op, _Broken):  # which kind of span this is cannot be told
+        raise _Bad(f"{op.where}: {op.why}")
     kind = LLM if op in INFERENCE_OPERATIONS else RETRIEVER if op == RETRIEVAL_OPERATION else OTHER
     name = sp.get("name")
     return _SpanRow(
@@ -286,12 +443,14 @@ def _span(sp: Any, where: str, line_no: int, order: int, resource: dict[str, Any
     )
 
 
-def _log_event(lr: Any, where: str, order: int) -> tuple[tuple[str, str], _Event] | None:
+def _log_event(lr: Any, where: str, order: int, line_no: int) -> tuple[tuple[str, str], _Event] | None:
     """A log record that is a GenAI event on a span, keyed by (traceId, spanId); None for any other record."""
     if not isinstance(lr, dict):
         raise _Bad(f"{where} is not an object")
     attributes = _attributes(lr, where)
     name = lr.get("eventName") or attributes.get("event.name")  # eventName: OTLP 1.5+; event.name before
+    if name is not None and not isinstance(name, str):
+        raise _Bad(f"{where}: its event name is {_quote(name)}, not a string")
     if not isinstance(name, str) or not (name in MESSAGE_EVENTS or name in (CHOICE_EVENT, DETAILS_EVENT)):
         return None
     trace_id = _hex_id(lr, "traceId", where, _HEX_TRACE, False)
@@ -302,15 +461,25 @@ def _log_event(lr: Any, where: str, order: int) -> tuple[tuple[str, str], _Event
     if name == DETAILS_EVENT:
         body = attributes  # its content is in its attributes, structured
     time = _nanos(lr, "timeUnixNano", where, False) or _nanos(lr, "observedTimeUnixNano", where, False) or 0
-    return (trace_id, span_id), _Event(name, body, time, order)
+    return (trace_id, span_id), _Event(name, body, time, order, line_no)
 
 
 def _attributes(obj: dict, where: str) -> dict[str, Any]:
+    """key -> value; a value that cannot be read is a _Broken (only a call that needs it fails); a list entry
+    with no readable key fails the span (which attribute it was cannot be told)."""
     out: dict[str, Any] = {}
     for i, kv in enumerate(_list(obj, "attributes", where)):
         if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
             raise _Bad(f"{where}.attributes[{i}] is not a {{key, value}} object")
-        out.setdefault(kv["key"], _any_value(kv.get("value") or {}, f"{where}.attributes[{i}].value"))
+        if kv["key"] in out:
+            continue
+        at = f"{where}.attributes[{i}].value"
+        try:
+            out[kv["key"]] = _any_value(kv.get("value") or {}, at)
+        except _Bad as exc:
+            out[kv["key"]] = _Broken(at, str(exc))
+        except RecursionError:
+            out[kv["key"]] = _Broken(at, f"{at} nests too deeply")
     return out
 
 
@@ -320,7 +489,7 @@ def _any_value(value: Any, where: str) -> Any:
     if not value:
         return None
     if len(value) != 1:
-        raise _Bad(f"{where} has several value fields: {', '.join(sorted(value))[:80]}")
+        raise _Bad(f"{where} has several value fields: {', '.join(sorted(map(str, value)))[:80]}")
     key, v = next(iter(value.items()))
     if key in ("stringValue", "bytesValue"):  # bytes stay base64 text: they are never message content
         if not isinstance(v, str):
@@ -353,85 +522,209 @@ def _any_value(value: Any, where: str) -> Any:
     raise _Bad(f"{where} has an unknown value field {key!r}")
 
 
+def _get(attributes: dict[str, Any], key: str, where: str) -> Any:
+    """An attribute the call needs; one that could not be read rejects the call, naming it."""
+    value = attributes.get(key)
+    if isinstance(value, _Broken):
+        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} cannot be read ({value.why})")
+    return value
+
+
 # --- one call -------------------------------------------------------------------------------------------------
 
 
-def _call(
-    row: _SpanRow,
-    f: _File,
-    tree: SpanTree,
-    retrievers: dict[tuple[str, str], _SpanRow],
-    settings: AdapterSettings,
-) -> Call:
-    request_id = f"{row.span.trace_id}/{row.span.span_id}"
-    try:
-        record = _record(row, f, tree, retrievers, settings, request_id)
-    except _Unusable as exc:
-        return Call(row.line_no, request_id, None, exc.reason, exc.detail)
-    return Call(row.line_no, request_id, record)
+class _Conversion:
+    """The file's calls, converted one at a time against its span tree; what one call's conversion raises is
+    that call's reject, never the file's. Paired retrievers' documents are read once, whatever the calls."""
 
+    def __init__(self, f: _File, tree: SpanTree, settings: AdapterSettings):
+        self.f = f
+        self.tree = tree
+        self.settings = settings
+        self.retrievers = {(r.span.trace_id, r.span.span_id): r for r in f.spans if r.span.kind == RETRIEVER}
+        self.documents: dict[tuple[str, str], list[tuple[str, str | None]] | _Unusable] = {}
+        self.budget = RecordBudget(f.source_bytes)
+        self.unpairable: dict[str, str] = {}  # trace -> why: a span of it (not a model call) could not be read
+        for b in f.broken_spans:
+            if b.trace_id and not b.is_call:
+                self.unpairable.setdefault(b.trace_id, f"span {b.span_id or '?'} of its trace ({b.why})")
 
-def _record(
-    row: _SpanRow,
-    f: _File,
-    tree: SpanTree,
-    retrievers: dict[tuple[str, str], _SpanRow],
-    settings: AdapterSettings,
-    request_id: str,
-) -> dict:
-    attrs = row.attributes
-    where = f"span {row.span.span_id}"
-    _check_redaction(row.attributes, where)
-    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-    if not isinstance(model, str) or not model:
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: neither gen_ai.response.model nor gen_ai.request.model is set")
-    request_model = attrs.get("gen_ai.request.model")
-    events = sorted(f.events.get((row.span.trace_id, row.span.span_id), []), key=lambda e: (e.time, e.order))
-    details = [e for e in events if e.name == DETAILS_EVENT and isinstance(e.body, dict)]
-    if any(k in attrs for k in (INPUT_MESSAGES, SYSTEM_INSTRUCTIONS)):
-        messages, answer = _from_attributes(attrs, where)
-    elif details:
-        event_where = f"{where} ({DETAILS_EVENT} event)"
-        _check_redaction(details[0].body, event_where)
-        messages, answer = _from_attributes(details[0].body, event_where)
-    else:
-        messages, answer = _from_events(events, where)
-    if not any(_message_texts(m) for m in messages):
-        has_events = any(e.name in MESSAGE_EVENTS for e in events)
-        raise _Unusable(
-            CONTENT_NOT_CAPTURED,
-            f"{where}: no message content (no {INPUT_MESSAGES} / {SYSTEM_INSTRUCTIONS} attribute or {DETAILS_EVENT}"
-            + (", and its gen_ai.*.message events carry no content" if has_events else ", no gen_ai.*.message event")
-            + "): message content capture was off",
+    def call(self, row: _SpanRow) -> Call:
+        request_id = f"{row.span.trace_id}/{row.span.span_id}"
+        key = (row.span.trace_id, row.span.span_id)
+        events = sorted(self.f.events.get(key, []), key=lambda e: (e.time, e.order))
+        paired: list[_SpanRow] = []
+        try:
+            record, paired = self._record(row, events, request_id)
+            over = self.budget.charge(record)
+            if over is not None:
+                raise _Unusable(RECORD_TOO_LARGE, f"span {row.span.span_id}: {over}")
+        except _Unusable as exc:
+            reason, detail = exc.reason, exc.detail
+        except Exception as exc:  # noqa: BLE001 — a shape this adapter did not expect: this call's reject only
+            reason, detail = NOT_OF_FORMAT, f"span {row.span.span_id}: cannot be read: {type(exc).__name__}: {exc}"
+        else:
+            return Call(row.line_no, request_id, record, lines=_other_lines(row, events, paired))
+        return Call(
+            row.line_no,
+            request_id,
+            None,
+            reason,
+            f"line {row.line_no}: {detail}"[:500],
+            part=_part(row, events, paired),
+            lines=_other_lines(row, events, paired),
         )
-    for m in messages:
-        if any(t.strip() == REDACTED_PLACEHOLDER for t in _message_texts(m)):
-            raise _Unusable(CONTENT_REDACTED, f"{where}: a {m['role']} message is {REDACTED_PLACEHOLDER}")
-    if answer is not None and answer.strip() == REDACTED_PLACEHOLDER:
-        raise _Unusable(CONTENT_REDACTED, f"{where}: the answer is {REDACTED_PLACEHOLDER}")
-    body = {"model": request_model if isinstance(request_model, str) and request_model else model, "messages": messages}
-    texts = [t for m in messages for t in _message_texts(m)]
-    retrieved, left_out = _retrieved(row, tree, retrievers, settings, texts)
-    record: dict[str, Any] = {
-        "request_id": request_id,
-        "logged_at": _rfc3339(row.span.start),
-        "surface": _surface(row, settings),
-        "answer_model": model,
-        "prompt": json.dumps(body, ensure_ascii=False),
-        "prompt_encoding": "json",
-        "prompt_reconstructed": True,
-        "retrieved": retrieved,
-        "answer": answer,
-        "citations": _citations(answer, settings.citations_path),
-    }
-    if left_out:
-        record["retrieved_left_out"] = left_out
-    return record
+
+    def _record(self, row: _SpanRow, events: list[_Event], request_id: str) -> tuple[dict, list[_SpanRow]]:
+        attrs = row.attributes
+        where = f"span {row.span.span_id}"
+        broken_event = self.f.broken_events.get((row.span.trace_id, row.span.span_id))
+        if broken_event is not None:
+            raise _Unusable(NOT_OF_FORMAT, f"{where}: one of its events cannot be read ({broken_event})")
+        _check_redaction(attrs, where)
+        model = _get(attrs, "gen_ai.response.model", where) or _get(attrs, "gen_ai.request.model", where)
+        if not isinstance(model, str) or not model:
+            raise _Unusable(NOT_OF_FORMAT, f"{where}: neither gen_ai.response.model nor gen_ai.request.model is set")
+        request_model = _get(attrs, "gen_ai.request.model", where)
+        details = [e for e in events if e.name == DETAILS_EVENT and isinstance(e.body, dict)]
+        if any(k in attrs for k in (INPUT_MESSAGES, SYSTEM_INSTRUCTIONS)):
+            messages, answer = _from_attributes(attrs, where)
+        elif details:
+            event_where = f"{where} ({DETAILS_EVENT} event)"
+            _check_redaction(details[0].body, event_where)
+            messages, answer = _from_attributes(details[0].body, event_where)
+        else:
+            messages, answer = _from_events(events, where)
+        if not any(_message_texts(m) for m in messages):
+            has_events = any(e.name in MESSAGE_EVENTS for e in events)
+            raise _Unusable(
+                CONTENT_NOT_CAPTURED,
+                f"{where}: no message content (no {INPUT_MESSAGES} / {SYSTEM_INSTRUCTIONS} attribute or "
+                f"{DETAILS_EVENT}"
+                + (
+                    ", and its gen_ai.*.message events carry no content"
+                    if has_events
+                    else ", no gen_ai.*.message event"
+                )
+                + "): message content capture was off",
+            )
+        for m in messages:
+            if any(t.strip() == REDACTED_PLACEHOLDER for t in _message_texts(m)):
+                raise _Unusable(CONTENT_REDACTED, f"{where}: a {m['role']} message is {REDACTED_PLACEHOLDER}")
+        if answer is not None and answer.strip() == REDACTED_PLACEHOLDER:
+            raise _Unusable(CONTENT_REDACTED, f"{where}: the answer is {REDACTED_PLACEHOLDER}")
+        model_sent = request_model if isinstance(request_model, str) and request_model else model
+        body = {"model": model_sent, "messages": messages}
+        texts = [t for m in messages for t in _message_texts(m)]
+        paired = self.tree.paired(row.span)
+        rows = [self.retrievers[(s.trace_id, s.span_id)] for s in paired.spans]
+        retrieved, left_out = self._retrieved(row, rows, paired.left_out, texts)
+        record: dict[str, Any] = {
+            "request_id": request_id,
+            "logged_at": _rfc3339(row.span.start),
+            "surface": _surface(row, self.settings),
+            "answer_model": model,
+            "prompt": json.dumps(body, ensure_ascii=False),
+            "prompt_encoding": "json",
+            "prompt_reconstructed": True,
+            "retrieved": retrieved,
+            "answer": answer,
+            "citations": _citations(answer, self.settings.citations_path),
+        }
+        if left_out:
+            record["retrieved_left_out"] = left_out
+        return record, rows
+
+    def _retrieved(
+        self, row: _SpanRow, paired: list[_SpanRow], beyond: int, texts: list[str]
+    ) -> tuple[list[dict], list[dict]]:
+        why = self.unpairable.get(row.span.trace_id)
+        if why is not None:
+            raise _Unusable(NOT_OF_FORMAT, f"span {row.span.span_id}: cannot be paired: {why}")
+        if not paired:
+            raise _Unusable(
+                RETRIEVAL_NOT_PAIRED,
+                f"span {row.span.span_id}: no retrieval span of trace {row.span.trace_id} ended before the call "
+                "started",
+            )
+        docs: list[tuple[str, str | None]] = []
+        for r in paired:
+            if r.status_code == STATUS_ERROR:
+                continue  # a failed retrieval returned nothing
+            docs.extend(self._documents(r))
+        seen: set[str] = set()
+        firsts = []
+        for chunk_id, text in docs:
+            if chunk_id not in seen:  # the same chunk from two retrievers: its first (best) rank
+                seen.add(chunk_id)
+                firsts.append((chunk_id, text))
+        left_out: list[dict] = []
+        unique = bounded_chunks(firsts, beyond, left_out)
+        all_ids = [c for c, _ in unique]
+        missing = [c for c, text in unique if text is None]
+        from_prompt = _texts_from_prompt(texts, missing, all_ids) if missing else {}
+        retrieved: list[dict] = []
+        for chunk_id, text in unique:
+            if text is not None:
+                retrieved.append({"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text})
+                continue
+            found, why = from_prompt[chunk_id]
+            if found is None:
+                left_out.append({"chunk_id": chunk_id, "why": why})
+            else:
+                retrieved.append(
+                    {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"}
+                )
+        return retrieved, left_out
+
+    def _documents(self, r: _SpanRow) -> list[tuple[str, str | None]]:
+        key = (r.span.trace_id, r.span.span_id)
+        if key not in self.documents:
+            try:
+                self.documents[key] = _documents(r, self.settings)
+            except _Unusable as exc:
+                self.documents[key] = exc
+            except Exception as exc:  # noqa: BLE001 — a retriever this adapter cannot read rejects its calls
+                where = f"retrieval span {r.span.span_id} (line {r.line_no})"
+                self.documents[key] = _Unusable(NOT_OF_FORMAT, f"{where}: {type(exc).__name__}: {exc}"[:300])
+        found = self.documents[key]
+        if isinstance(found, _Unusable):
+            raise _Unusable(found.reason, found.detail)
+        return found
+
+
+def _other_lines(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> tuple[int, ...]:
+    """The source lines besides the call's own that its record was read from: its events and paired retrievers."""
+    return tuple(sorted({e.line_no for e in events} | {r.line_no for r in paired} - {row.line_no}))
+
+
+def _part(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> str:
+    """The call's own spans and records, as a rejected call's reject row keeps them (its line's other calls never)."""
+    s = row.span
+    return part_text(
+        {
+            "line": row.line_no,
+            "span": {
+                "traceId": s.trace_id,
+                "spanId": s.span_id,
+                "parentSpanId": s.parent_id,
+                "name": row.name,
+                "startTimeUnixNano": str(s.start),
+                "endTimeUnixNano": None if s.end is None else str(s.end),
+                "status": {"code": row.status_code},
+                "attributes": row.attributes,
+            },
+            "events": [
+                {"line": e.line_no, "name": e.name, "timeUnixNano": str(e.time), "body": e.body} for e in events
+            ],
+            "retrievers": [{"spanId": r.span.span_id, "line": r.line_no} for r in paired],
+        }
+    )
 
 
 def _check_redaction(attributes: dict[str, Any], where: str, keys: frozenset[str] = CONTENT_KEYS) -> None:
     for summary in REDACTION_SUMMARY_KEYS:
-        value = attributes.get(summary)
+        value = _get(attributes, summary, where)  # unreadable: whether content was masked cannot be told
         if isinstance(value, str):
             hit = sorted({k.strip() for k in value.split(",")} & keys)
             if hit:
@@ -443,6 +736,8 @@ def _check_redaction(attributes: dict[str, Any], where: str, keys: frozenset[str
 
 def _parse_content(value: Any, key: str, where: str) -> Any:
     """A content attribute: structured (an arrayValue) or a JSON string; a JSON string cut short is truncated."""
+    if isinstance(value, _Broken):
+        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} cannot be read ({value.why})")
     if not isinstance(value, str):
         return value
     try:
@@ -536,11 +831,14 @@ def _message_texts(m: dict) -> list[str]:
 
 
 def _surface(row: _SpanRow, settings: AdapterSettings) -> str:
+    where = f"span {row.span.span_id}"
     for source in (row.attributes, row.resource):
-        value = source.get(settings.surface_key)
+        if isinstance(source, _Broken):
+            raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({source.why}): no surface")
+        value = _get(source, settings.surface_key, where)
         if isinstance(value, str) and value.strip():
             return value
-    service = row.resource.get("service.name")
+    service = _get(row.resource, "service.name", where) if isinstance(row.resource, dict) else None
     if isinstance(service, str) and service.strip() and not service.startswith("unknown_service"):
         return service
     return settings.default_surface
@@ -570,46 +868,6 @@ def _citations(answer: str | None, path: str) -> Any:
 
 
 # --- retrieved chunks -----------------------------------------------------------------------------------------
-
-
-def _retrieved(
-    row: _SpanRow,
-    tree: SpanTree,
-    retrievers: dict[tuple[str, str], _SpanRow],
-    settings: AdapterSettings,
-    texts: list[str],
-) -> tuple[list[dict], list[dict]]:
-    paired = tree.pair(row.span)
-    if not paired:
-        raise _Unusable(
-            RETRIEVAL_NOT_PAIRED,
-            f"span {row.span.span_id}: no retrieval span of trace {row.span.trace_id} ended before the call started",
-        )
-    docs: list[tuple[str, str | None]] = []
-    for span in paired:
-        r = retrievers[(span.trace_id, span.span_id)]
-        if r.status_code == STATUS_ERROR:
-            continue  # a failed retrieval returned nothing
-        docs.extend(_documents(r, settings))
-    seen: set[str] = set()
-    unique = []
-    for chunk_id, text in docs:
-        if chunk_id not in seen:  # the same chunk from two retrievers: its first (best) rank
-            seen.add(chunk_id)
-            unique.append((chunk_id, text))
-    all_ids = [c for c, _ in unique]
-    retrieved: list[dict] = []
-    left_out: list[dict] = []
-    for chunk_id, text in unique:
-        if text is not None:
-            retrieved.append({"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text})
-            continue
-        found, why = _text_from_prompt(texts, chunk_id, all_ids)
-        if found is None:
-            left_out.append({"chunk_id": chunk_id, "why": why})
-        else:
-            retrieved.append({"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"})
-    return retrieved, left_out
 
 
 def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | None]]:
@@ -645,38 +903,54 @@ def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | 
     return out
 
 
-def _marker(chunk_id: str) -> str:
-    return r"^[ \t]*(?:\[" + re.escape(chunk_id) + r"\]|" + re.escape(chunk_id) + r":)[ \t]*"
-
-
-def _text_from_prompt(texts: list[str], chunk_id: str, all_ids: list[str]) -> tuple[str | None, str]:
-    """A chunk's text as the prompt shows it, found by its id: the id must open exactly one line of the prompt's
-    messages as `[ID]` or `ID:`; the text runs from there to the first blank line, the next line opened that
-    way by another retrieved id, or the end of that message, whichever comes first. (None, why) otherwise.
-    The text is what the prompt holds, so a chunk the app cut is seen cut (span_truncated cannot show)."""
-    pattern = re.compile(_marker(chunk_id), re.MULTILINE)
-    hits = [(t, m) for t in texts for m in pattern.finditer(t)]
-    if len(hits) != 1:
-        return None, (
-            "no text in the trace, and its id opens no line of the prompt"
-            if not hits
-            else f"no text in the trace, and its id opens {len(hits)} lines of the prompt"
+def _texts_from_prompt(texts: list[str], wanted: list[str], all_ids: list[str]) -> dict[str, tuple[str | None, str]]:
+    """Each wanted chunk's text as the prompt shows it, found by its id: the id must open exactly one line of the
+    prompt's messages as `[ID]` or `ID:`; the text runs from there to the first blank line, the next line opened
+    that way by another retrieved id, or the end of that message, whichever comes first. (None, why) otherwise.
+    The text is what the prompt holds, so a chunk the app cut is seen cut (span_truncated cannot show).
+    One pass over the messages for all ids (a longer id wins where two could open the same line)."""
+    ids = sorted(set(all_ids), key=lambda c: (-len(c), c))
+    alternatives = "|".join(re.escape(c) for c in ids)
+    opener = re.compile(
+        r"^[ \t]*(?:\[(?P<b>" + alternatives + r")\]|(?P<c>" + alternatives + r"):)[ \t]*", re.MULTILINE
+    )
+    hits: dict[str, list[tuple[int, int]]] = {}  # id -> (text index, end of its opener)
+    openers: list[list[tuple[int, str]]] = []  # per text: (start of an opener line, its id)
+    for t, text in enumerate(texts):
+        found = []
+        for m in opener.finditer(text):
+            chunk_id = m.group("b") if m.group("b") is not None else m.group("c")
+            found.append((m.start(), chunk_id))
+            hits.setdefault(chunk_id, []).append((t, m.end()))
+        openers.append(found)
+    out: dict[str, tuple[str | None, str]] = {}
+    for chunk_id in wanted:
+        places = hits.get(chunk_id, [])
+        if len(places) != 1:
+            out[chunk_id] = (
+                None,
+                "no text in the trace, and its id opens no line of the prompt"
+                if not places
+                else f"no text in the trace, and its id opens {len(places)} lines of the prompt",
+            )
+            continue
+        t, begin = places[0]
+        text = texts[t]
+        end = len(text)
+        blank = re.compile(r"\n[ \t]*\n").search(text, begin)
+        if blank:
+            end = blank.start()
+        for at, other in openers[t]:
+            if at >= begin and other != chunk_id:
+                end = min(end, at)
+                break
+        found_text = text[begin:end].strip()
+        out[chunk_id] = (
+            (found_text, "prompt")
+            if found_text
+            else (None, "no text in the trace, and its section in the prompt is empty")
         )
-    text, m = hits[0]
-    rest = text[m.end() :]
-    end = len(rest)
-    blank = re.search(r"\n[ \t]*\n", rest)
-    if blank:
-        end = blank.start()
-    for other in all_ids:
-        if other != chunk_id:
-            nxt = re.search(_marker(other), rest, re.MULTILINE)
-            if nxt and nxt.start() < end:
-                end = nxt.start()
-    found = rest[:end].strip()
-    if not found:
-        return None, "no text in the trace, and its section in the prompt is empty"
-    return found, "prompt"
+    return out
 
 
 ADAPTER = OtlpAdapter()
