@@ -111,7 +111,7 @@ create table if not exists ingest_rejects (
     rejected_at timestamptz not null
 );
 
--- schema 14: the other landing lines a trace call's record was read from (its events, its paired retrievers), so
+-- schema 15: the other landing lines a trace call's record was read from (its events, its paired retrievers), so
 -- `citegate forget` names them with the call's own line (prompt_rows.source_line / ingest_rejects.line_no); no text
 create table if not exists request_source_lines (
     request_id varchar not null,
