@@ -33,7 +33,7 @@ class Pointer:
     request_id: str
     file: str
     line: int
-    what: str  # prompt | conflicting prompt | rejected line | review
+    what: str  # prompt | conflicting prompt | rejected line | review | own label
 
 
 @dataclass
@@ -67,6 +67,8 @@ def forget_in_warehouse(
                 result.pointers.append(Pointer(request_id, file, line, what))
             for file, line in query(con, "retention/review_lines", {"request_id": request_id}).fetchall():
                 result.pointers.append(Pointer(request_id, file, line, "review"))
+            for file, line in query(con, "retention/label_lines", {"request_id": request_id}).fetchall():
+                result.pointers.append(Pointer(request_id, file, line, "own label"))
             run_script(con, "retention/scope")
             con.execute("insert into scope_requests values ($r)", {"r": request_id})
             [(cached,)] = con.execute(load_sql("retention/judge_cache")).fetchall()  # before the claims go
