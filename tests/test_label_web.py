@@ -134,6 +134,14 @@ def test_the_label_tab_refuses_what_it_must_and_writes_nothing_then(site):
         first.pair_key,
         first.claim,
     )
+    # a second labeller is shown the same first pair and says no: the page shows the two labellers' agreement
+    other = sign_in(web, "Max Other")
+    page = other.get(f"{web.base}/label")
+    assert f'name="pair" value="{first.pair_key}"' in page.text
+    other.post(f"{web.base}/label", data={**form, "csrf": csrf_of(page.text), "action": "no"})
+    table = session.get(f"{web.base}/label").text.split('id="label-agreement"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+    assert cells == ["Lee Label · Max Other", "1", "0", "0.000"]  # kappa: p_o 0, p_e 0
 
 
 def test_a_labels_path_that_is_a_file_is_refused_by_name(judged, tmp_path):

@@ -45,7 +45,20 @@ def calibration_report(warehouse: Path) -> str:
             "reference labels: shipped or external sets, unweighted; own labels: sampled from this warehouse's "
             "traffic (citegate label), weighted back to its mix (effective_n: the interval's effective sample size)",
             *_judge_headlines(cal),
-            text_table(cal.with_columns(pl.col("rate", "ci95_low", "ci95_high", "effective_n").round(4))),
+            text_table(
+                cal.select(
+                    "judge_model",
+                    "labels",
+                    "surface",
+                    "error",
+                    "human",
+                    "judged",
+                    pl.col("effective_n").round(1),
+                    "errors_made",
+                    pl.col("rate", "ci95_low", "ci95_high").round(4),
+                    "verdict",
+                )
+            ),
             "",
             "Confusion matrix (rows: labels and human label, columns: judge verdict; labels counted, not weighted)",
             text_table(matrix),

@@ -2,6 +2,8 @@
 -- when the support gate did not judge it). The traffic the own-label sample is drawn from and weighted back to.
 select r.citation_id, r.day, r.surface, coalesce(v.verdict, 'not_judged') as verdict
 from provenance_results r
-left join support_verdicts v on v.citation_id = r.citation_id and v.day = r.day
+left join (
+    -- a citation's latest verdict (one row a day per citation; the latest, should a day hold two)
+    select citation_id, day, arg_max(verdict, judged_at) as verdict from support_verdicts group by all
+) v on v.citation_id = r.citation_id and v.day = r.day
 where r.reason = 'ok'
-qualify row_number() over (partition by r.citation_id order by v.judged_at desc nulls last) = 1

@@ -13,7 +13,9 @@ from (
            false_pass_rate as rate,
            wilson_low as ci95_low, wilson_high as ci95_high, threshold,
            min_negatives as min_judged,
-           case when calibrated then 'calibrated' else 'uncalibrated' end as verdict,
+           case when not calibrated then 'uncalibrated'
+                when label_origin = 'own' then 'calibrated'
+                else 'under the threshold (reference labels: not enforced)' end as verdict,
            judge_errors, case scope when 'no_or_partial' then 1 else 2 end as ord
     from judge_calibration
     union all
