@@ -922,6 +922,9 @@ def cmd_label(args: argparse.Namespace) -> int:
         done = progress(sample, standing, labeller)
         print("progress: " + ", ".join(f"{safe(p.surface)} {p.labelled} of {p.total}" for p in done))
         pair = next_pair(sample, standing, labeller, undone)
+        if not sample.pairs:
+            print("no provenance-passing citations to label yet: run `citegate run` first")
+            return 0
         if pair is None:
             print("every pair of the sample is labelled; next: citegate calibrate (or the nightly run) uses them")
             return 0
