@@ -1,4 +1,4 @@
-"""The `citegate` command line: demo, gen-logs, run, calibrate, queue, review, metrics, trace, doctor, import,
+"""The `citegate` command line: demo, gen-logs, run, calibrate, label, queue, review, metrics, trace, doctor, import,
 estimate, serve, forget.
 
 Argument parsing and dispatch only: an option that several commands take is declared once, in OPTIONS,
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citegate_assets.lib import settings as where
+from citegate_assets.lib.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
+from citegate_assets.lib.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
 from citegate_assets.lib.terminal import ident, quote, safe
 
 if TYPE_CHECKING:
@@ -45,8 +47,8 @@ _PATH_HELP = {
     "queue, metrics, trace and review read its published copy",
     "published": "the read-only published copy, the only file queue, metrics, trace and review open",
     "reviews": "reviews log folder, which review appends to and run reads",
-    "labels": "hand labels, a file or a folder; demo draws labels from its generated logs' truth when "
-    "no flag, variable or config file names them",
+    "labels": "hand labels, a file or a folder (label and serve append own labels to own-labels.jsonl in a folder); "
+    "demo draws labels from its generated logs' truth when no flag, variable or config file names them",
     "dagster_home": "Dagster instance folder",
     "lake": "the day-partitioned Parquet tables the published copy's views read (run writes them): a folder, "
     "or s3://bucket/prefix (docs/object-storage.md)",
@@ -282,6 +284,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add(review, "warehouse", "published", "config", "reviews")
     review.set_defaults(func=cmd_review)
 
+    label = sub.add_parser(
+        "label",
+        help="label a seeded, stratified sample of this warehouse's own citations, blind (the passage and the claim "
+        "only), into the labels folder: what a support gate is enforced on",
+    )
+    label.add_argument("--labeller", default=None, help="your name (default: $CITEGATE_REVIEWER, else your user name)")
+    label.add_argument(
+        "--sample-seed",
+        type=int,
+        default=DEFAULT_LABEL_SEED,
+        help=f"the sample's seed: the same seed draws the same pairs (default {DEFAULT_LABEL_SEED})",
+    )
+    label.add_argument(
+        "--sample-size",
+        type=int,
+        default=DEFAULT_LABEL_SIZE,
+        help=f"pairs per surface (default {DEFAULT_LABEL_SIZE})",
+    )
+    _add(label, "warehouse", "published", "config", "labels")
+    label.set_defaults(func=cmd_label)
+
     metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
     metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
     _add(metrics, "warehouse", "published")
@@ -338,7 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the review web page: the queue, each entry, decisions (to the reviews log) and the weekly metrics; "
         "reads the published copy",
     )
-    _add(serve, "warehouse", "published", "config", "reviews", "host", "port", "auth", "auth_header", "tokens")
+    _add(
+        serve, "warehouse", "published", "config", "reviews", "labels", "host", "port", "auth", "auth_header", "tokens"
+    )
     serve.set_defaults(func=cmd_serve)
     return p
 
@@ -688,7 +713,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
         touched = ", ".join(f"{table} {n}" for table, n in rows.items() if n) or "no text left"
         print(f"forgotten {ident(request_id)}: {touched}")
     for pointer in result.pointers:
-        where_from = "the reviews log" if pointer.what == "review" else "the landing folder (the producer's)"
+        where_from = {"review": "the reviews log", "own label": "the labels folder"}.get(
+            pointer.what, "the landing folder (the producer's)"
+        )
         print(
             f"  still in {where_from}: {safe(pointer.file)} line {pointer.line} ({pointer.what} of "
             f"{ident(pointer.request_id)}): remove it there; re-ingesting it will not bring the text back"
@@ -732,6 +759,7 @@ def _readable(args: argparse.Namespace) -> Path:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from citegate_assets.lib.metrics import load_definitions, update_lock
     from citegate_assets.lib.metrics_view import render_metrics
+    from citegate_assets.lib.reporting import gate_summary
     from citegate_assets.lib.warehouse import connect, query
 
     if args.lock:
@@ -748,7 +776,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     with connect(_readable(args), read_only=True) as con:
         rel = query(con, "metric_tables/metrics_report", {"weeks": max(args.weeks, 1)})
         rows = [dict(zip(rel.columns, r)) for r in rel.fetchall()]
+        gates = query(con, "support/gate_status_rows")
+        line = gate_summary([dict(zip(gates.columns, r)) for r in gates.fetchall()])
     print(render_metrics(definitions, rows))
+    print(f"\n{line}")
     return 0
 
 
@@ -858,6 +889,85 @@ def cmd_review(args: argparse.Namespace) -> int:
         f"{safe(path)}\nits status ({safe(status)} now) follows on the next run: citegate run, or the nightly schedule"
     )
     return 0
+
+
+LABEL_KEYS = {"y": "yes", "p": "partial", "n": "no", "s": "skip"}
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    """The labelling mode at a terminal (the review page's Label tab is its twin): the sample drawn from the published
+    copy (lib/own_labels.py), one pair at a time, blind, each key press appended to the labels folder's
+    own-labels.jsonl (lib/label_log.py)."""
+    from citegate_assets.lib.label_log import LOG_NAME, LabelError, append_label, make_line, read_label_log, replay
+    from citegate_assets.lib.own_labels import checked_size, draw_sample, line_for, next_pair, progress, undo_line
+    from citegate_assets.lib.reviews import default_reviewer
+    from citegate_assets.lib.warehouse import connect
+
+    settings = _settings(args)
+    _load_config(settings)
+    seed, size = checked_size(args.sample_seed, args.sample_size)
+    labeller = (args.labeller if args.labeller is not None else default_reviewer()).strip()
+    if not labeller:
+        raise ValueError("--labeller: give your name (it is recorded with every label)")
+    folder = settings.labels
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(
+            f"{folder}: a file ({settings.sources['labels'][1]}); own labels are appended to {LOG_NAME} in a labels "
+            "folder: name a folder with --labels"
+        )
+    with connect(_readable(args), read_only=True) as con:
+        sample = draw_sample(con, seed, size)
+    print(
+        safe(
+            f"labelling as {labeller} into {folder / LOG_NAME}  ({settings.sources['labels'][1]}): sample seed {seed}, "
+            f"{size} pairs per surface, {len(sample.pairs)} pairs over {len(sample.surfaces())} surfaces"
+        )
+    )
+    print("For each pair: does the PASSAGE support the CLAIM? y yes, p partial, n no, s skip, u undo, q quit")
+    undone: str | None = None
+    while True:
+        standing = replay(read_label_log(folder))
+        done = progress(sample, standing, labeller)
+        print("progress: " + ", ".join(f"{safe(p.surface)} {p.labelled} of {p.total}" for p in done))
+        pair = next_pair(sample, standing, labeller, undone)
+        if not sample.pairs:
+            print("no provenance-passing citations to label yet: run `citegate run` first")
+            return 0
+        if pair is None:
+            print("every pair of the sample is labelled; next: citegate calibrate (or the nightly run) uses them")
+            return 0
+        print(f"\nPASSAGE:\n{safe(pair.passage)}\nCLAIM:\n{safe(pair.claim)}")
+        key = _ask("label [y/p/n/s/u/q]> ")
+        if key is None or key == "q":
+            print("stopped; next: citegate calibrate (or the nightly run) uses the labels so far")
+            return 0
+        undone = None
+        try:
+            if key in LABEL_KEYS:
+                append_label(folder, make_line(**line_for(pair, sample, LABEL_KEYS[key], labeller)))
+            elif key == "u":
+                last = standing.last_of(labeller)
+                if last is None:
+                    print("nothing to undo")
+                    continue
+                append_label(folder, make_line(**undo_line(last, labeller)))
+                undone = last.pair_key
+            else:
+                print("type y, p, n, s, u or q")
+        except LabelError as exc:
+            raise ValueError(str(exc)) from None
+
+
+def _ask(prompt: str) -> str | None:
+    """One answer from the terminal, or a line of piped input; None at the end of input."""
+    if sys.stdin.isatty():
+        try:
+            return input(prompt).strip().lower()
+        except EOFError:
+            return None
+    print(prompt, flush=True)
+    line = sys.stdin.readline()
+    return line.strip().lower() if line else None
 
 
 def _did_you_mean(con: duckdb.DuckDBPyConnection, typed: str) -> str:

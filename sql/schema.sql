@@ -269,7 +269,25 @@ create table if not exists hand_labels (
     source_line bigint not null,
     claim_normalized varchar not null,
     passage_normalized varchar not null,
-    ingested_at timestamptz not null
+    ingested_at timestamptz not null,
+    -- schema 16: own labels (`citegate label`, the review page's Label tab; lib/label_log.py). Null on the others.
+    origin varchar,                      -- own (sampled from this warehouse's traffic) | reference (any other)
+    pair_key varchar,                    -- sha256 of the normalized passage's and claim's sha256
+    citation_id varchar,                 -- the citation the pair was drawn from
+    sample_seed bigint,                  -- the sample's seed
+    stratum_surface varchar,             -- its stratum when drawn: surface x support verdict
+    stratum_verdict varchar,
+    labelled_at timestamptz
+);
+
+-- schema 16: two labellers on the same own pairs: how often they agree, and Cohen's kappa over yes / partial / no
+create table if not exists label_agreement (
+    first_labeller varchar not null,
+    second_labeller varchar not null,
+    pairs integer not null,              -- own pairs both labelled yes, partial or no
+    agreed integer not null,
+    kappa double,                        -- null: undefined (both gave one and the same label to every pair)
+    computed_at timestamptz not null
 );
 
 create table if not exists label_rejects (
@@ -304,7 +322,13 @@ create table if not exists judge_calibration (
     false_fail_high double,
     false_fail_threshold double,
     min_positives integer,
-    too_strict boolean                   -- false_fail_rate > false_fail_threshold; null when positives < min_positives
+    too_strict boolean,                  -- false_fail_rate > false_fail_threshold; null when positives < min_positives
+    -- schema 16: which labels the rates rest on. reference: shipped or external sets, unweighted, over all surfaces;
+    -- own: this warehouse's sampled labels, weighted back to the traffic's mix, per surface and pooled (surface null)
+    label_origin varchar,                -- own | reference (null: calibrated before schema 16, reference)
+    surface varchar,                     -- own: the surface; null: every surface (pooled)
+    effective_negatives double,          -- the weighted rate's effective sample size (Kish); = negatives unweighted
+    effective_positives double
 );
 
 create table if not exists judge_calibration_confusion (
@@ -312,7 +336,8 @@ create table if not exists judge_calibration_confusion (
     template_version varchar not null,
     human_label varchar not null,
     judge_verdict varchar not null,
-    n integer not null
+    n integer not null,
+    label_origin varchar                 -- schema 16: own | reference (labels counted, not weighted)
 );
 
 create table if not exists support_gate_status (
@@ -320,7 +345,8 @@ create table if not exists support_gate_status (
     stakes varchar not null,
     judge_model varchar not null,
     template_version varchar not null,
-    status varchar not null,             -- enforced | uncalibrated | off (from the false pass bound alone)
+    status varchar not null,             -- enforced (own labels only) | uncalibrated | uncalibrated (reference labels
+                                         -- only) | off
     why varchar not null,                -- both errors in words: the false pass bound and what the gate costs
     false_pass_upper double,
     negatives integer,
@@ -334,7 +360,14 @@ create table if not exists support_gate_status (
     too_strict boolean,                  -- false_fail_rate > [calibration].false_fail_threshold; null: unknown or off
     judged_per_week double,              -- judged citations (verdict <> error) a week over the last 28 days judged
     extra_queue_per_week double,         -- judged_per_week * false_fail_rate: true citations queued a week
-    judged_yes_rate double               -- share of those judged citations the judge called yes (same window)
+    judged_yes_rate double,              -- share of those judged citations the judge called yes (same window)
+    -- schema 16: which labels the status rests on, and what to do next
+    labels varchar,                      -- own | reference | none (null when stakes = off)
+    pooled boolean,                      -- own labels pooled over surfaces (this surface has too few of its own)
+    own_labels integer,                  -- this surface's own labels judged
+    own_negatives integer,               -- ... of them human no or partial
+    next_step varchar,                   -- label N more pairs, connect a judge; null: nothing to do
+    judge_offline boolean                -- the judge ran without an endpoint
 );
 
 create table if not exists best_evidence (

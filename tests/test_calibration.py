@@ -48,6 +48,11 @@ def pairs(rows):
     return pl.DataFrame(rows, schema=["human_label", "judge_verdict"], orient="row")
 
 
+def own(summary: list[dict]) -> list[dict]:
+    """Calibration rows on own labels pooled over surfaces (the only labels a gate is enforced on)."""
+    return [{**row, "label_origin": "own", "surface": None} for row in summary]
+
+
 def test_false_pass_rate_counts_yes_on_no_or_partial():
     p = pairs(
         [("no", "yes")] * 2
@@ -70,19 +75,19 @@ def test_not_calibrated_on_too_few_negatives():
     p = pairs([("no", "no")] * 29 + [("yes", "yes")] * 50)
     [main, _] = calibration_summary(p, threshold=0.5, min_negatives=30)
     assert not main["calibrated"]
-    [status] = gate_status([("web", "high")], [main])
+    [status] = gate_status([("web", "high")], own([main]))
     assert status["status"] == "uncalibrated" and "29 negatives < 30" in status["why"]
 
 
 def test_gate_status():
     good = calibration_summary(pairs([("no", "no")] * 60 + [("partial", "no")] * 40), threshold=0.1, min_negatives=30)
     bad = calibration_summary(pairs([("no", "yes")] * 10 + [("no", "no")] * 50), threshold=0.1, min_negatives=30)
-    assert [s["status"] for s in gate_status([("a", "high"), ("b", "low"), ("c", "off")], good)] == [
+    assert [s["status"] for s in gate_status([("a", "high"), ("b", "low"), ("c", "off")], own(good))] == [
         "enforced",
         "enforced",
         "off",
     ]
-    [b] = gate_status([("a", "high")], bad)
+    [b] = gate_status([("a", "high")], own(bad))
     assert b["status"] == "uncalibrated" and "upper bound" in b["why"]
     [none] = gate_status([("a", "high")], [])
     assert none["status"] == "uncalibrated"
@@ -131,7 +136,7 @@ def test_every_enforced_gate_says_what_it_costs_in_false_fails():
         min_positives=30,
     )
     rows = gate_status(
-        [("a", "high"), ("b", "low"), ("c", "off"), ("d", "high")], summary, {"a": 140.0, "b": 7.0, "x": 1.0}
+        [("a", "high"), ("b", "low"), ("c", "off"), ("d", "high")], own(summary), {"a": 140.0, "b": 7.0, "x": 1.0}
     )
     by = {r["surface"]: r for r in rows}
     assert [r["status"] for r in rows] == ["enforced", "enforced", "off", "enforced"]
@@ -141,28 +146,29 @@ def test_every_enforced_gate_says_what_it_costs_in_false_fails():
     assert by["d"]["judged_per_week"] == 0.0 and by["d"]["extra_queue_per_week"] == 0.0  # judged nothing
     assert "too_strict" not in by["c"] and "false fail" not in by["c"]["why"]
     assert by["a"]["why"] == (
-        "false pass upper bound 0.037 < 0.1 on 100 negatives; too strict: false fail rate 0.750 (30 of 40 "
+        "own labels pooled over surfaces (a has 0 own negatives < 30): false pass upper bound 0.037 < 0.1 on 100 "
+        "negatives; too strict: false fail rate 0.750 (30 of 40 "
         "human-yes, 95% CI 0.598-0.858) > 0.5; ~105.0 true citations a week queued (140.0 judged a week)"
     )
     for row in rows:
         if row["status"] == "enforced":
             assert row["false_fail_rate"] is not None and "false fail rate 0.750" in row["why"]
-    [passed] = gate_status([("a", "high")], summary, {"a": 140.0}, {"a": 0.05})
+    [passed] = gate_status([("a", "high")], own(summary), {"a": 140.0}, {"a": 0.05})
     assert passed["judged_yes_rate"] == 0.05 and passed["why"].endswith(
         "(140.0 judged a week, 5.0% of them passed by the judge)"
     )
-    [unsized] = gate_status([("a", "high")], summary, None)  # no support verdicts in the warehouse
+    [unsized] = gate_status([("a", "high")], own(summary), None)  # no support verdicts in the warehouse
     assert unsized["judged_per_week"] is None and unsized["extra_queue_per_week"] is None
     assert "no judged citations in the warehouse" in unsized["why"]
 
 
 def test_a_gate_without_human_yes_labels_says_its_cost_is_unknown():
     summary = calibration_summary(pairs([("no", "no")] * 60), threshold=0.1, min_negatives=30)
-    [row] = gate_status([("a", "high")], summary, {"a": 70.0})
+    [row] = gate_status([("a", "high")], own(summary), {"a": 70.0})
     assert row["status"] == "enforced" and row["too_strict"] is None and row["false_fail_rate"] is None
     assert "false fail rate unknown: no human-yes labels judged" in row["why"]
     few = calibration_summary(pairs([("no", "no")] * 60 + [("yes", "no")] * 3), threshold=0.1, min_negatives=30)
-    [row] = gate_status([("a", "high")], few, {"a": 70.0})
+    [row] = gate_status([("a", "high")], own(few), {"a": 70.0})
     assert row["too_strict"] is None and row["extra_queue_per_week"] == pytest.approx(70.0)
     assert "too few human-yes labels to call it too strict (3 < 30)" in row["why"]
 
@@ -255,8 +261,9 @@ def test_calibrate_an_old_warehouse_reports_both_errors_and_the_cost_per_surface
             "from support_verdicts group by 1"
         ).fetchall()
         uncalibrated = con.sql(
-            "select surface from support_gate_status where stakes = 'high' and status = 'uncalibrated'"
+            "select surface, status, labels, next_step from support_gate_status where stakes = 'high'"
         ).fetchall()
+        origins = con.sql("select origin, count(*) from hand_labels group by 1").fetchall()
     low, high = wilson_interval(20, 28)
     fails = (28, 20, pytest.approx(20 / 28), pytest.approx(low), pytest.approx(high), 0.5, 20, True)
     assert cal == [
@@ -265,20 +272,36 @@ def test_calibrate_an_old_warehouse_reports_both_errors_and_the_cost_per_surface
     ]
     assert old == [(2, 0)]  # the old release's rows stay, not measured for false fails
     assert gates["internal-search"][:5] == ("off", None, None, None, None)
-    assert verdicts and uncalibrated == []
+    # files without a sample seed are reference labels: their rates are shown, the gate is never enforced on them
+    assert origins == [("reference", len(plan))]
+    assert (
+        verdicts
+        and uncalibrated
+        and all(
+            (status, labels, step)
+            == (
+                "uncalibrated (reference labels only)",
+                "reference",
+                "label about 60 more pairs (citegate label, or the review page's Label tab)",
+            )
+            for _, status, labels, step in uncalibrated
+        )
+    )
     for surface, judged, days, yes in verdicts:
         if surface == "internal-search":
             continue
         status, too_strict, rate, per_week, extra, why, yes_rate = gates[surface]
-        assert (status, too_strict) == ("enforced", True)
+        assert (status, too_strict) == ("uncalibrated (reference labels only)", True)
+        assert why.startswith("reference labels only (own negatives 0 < 30): false pass upper bound 0.089 < 0.1")
         assert per_week == pytest.approx(judged * 7 / days) and extra == pytest.approx(per_week * 20 / 28)
         assert yes_rate == pytest.approx(yes / judged)
         assert "too strict: false fail rate 0.714 (20 of 28 human-yes" in why
     text = calibration_report(db)
     assert (
-        "judge-test (template v1): recall 28.6% (yes to 8 of 28 human-yes labels), false fail rate 71.4% "
+        "judge-test (template v1) on reference labels: recall 28.6% (yes to 8 of 28 human-yes labels), false fail "
+        "rate 71.4% "
         f"(95% CI {low:.1%}-{high:.1%}); false pass rate 1.7% (yes to 1 of 60 human no/partial labels" in text
     )
-    assert "citegate-heuristic-v1 (template v1): false fail rate not measured" in text
+    assert "citegate-heuristic-v1 (template v1) on reference labels: false fail rate not measured" in text
     [ff_row] = [line for line in text.splitlines() if "| false fail |" in line and "judge-test" in line]
     assert "| 28 " in ff_row and "| 20 " in ff_row and "0.7143" in ff_row and "too strict" in ff_row

@@ -64,6 +64,7 @@ def _dagster_imported(cwd, *argv: str) -> bool:
         ["queue", "show", "r1#0"],
         ["trace", "--metric", "provenance_pass_rate", "--surface", "s", "--week", "2026-11-02"],
         ["review", "r1#0", "accept", "--reviewer", "t"],
+        ["label", "--labeller", "t"],
         ["doctor", "--logs", "landing", "--limit", "5"],
         ["gen-logs", "--out", "more", "--days", "1", "--requests-per-day", "2"],
         ["import", "--from", "otlp", "traces.jsonl", "--out", "imported"],

@@ -138,7 +138,7 @@ def test_calibration_through_the_same_server_and_cache(setup, capsys):
     # label i has claim "Statement A|B|C" → judge "yes" for A (i % 3 == 0, all human "yes")
     assert matrix == [("no", "unparseable", 3), ("partial", "unparseable", 3), ("yes", "yes", 3)]
     assert rows["no_or_partial"] == (6, 0, False)  # no false pass, but 6 negatives are too few
-    assert status == [("test-surface", "uncalibrated")]
+    assert status == [("test-surface", "uncalibrated (reference labels only)")]  # a labels file without sample seeds
     calls = len(server.requests)
     assert run_calibration(warehouse=warehouse, config_file=config, labels=None).success
     assert len(server.requests) == calls  # cached

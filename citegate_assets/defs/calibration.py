@@ -1,13 +1,24 @@
-"""Support stage, calibration: hand labels, the judge's false pass and false fail rates on them, and which gates are
-enforced and what each costs in true citations failed."""
+"""Support stage, calibration: hand labels (own: sampled from this warehouse's traffic; reference: any other), the
+judge's false pass and false fail rates on them (own labels weighted back to the traffic's mix, per surface and
+pooled), and which gates are enforced (on own labels only) and what each costs in true citations failed."""
 
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.calibration import JUDGED_WINDOW_DAYS, calibration_summary, confusion, gate_status
+from citegate_assets.lib.calibration import (
+    JUDGED_WINDOW_DAYS,
+    OWN,
+    REFERENCE,
+    calibration_summary,
+    confusion,
+    gate_status,
+)
+from citegate_assets.lib.judge.factory import effective_judge_config
 from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
+from citegate_assets.lib.label_log import labeller_agreement
 from citegate_assets.lib.labels import read_labels, read_labels_empty
-from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.own_labels import classify, own_citations, strata_counts, weights
+from citegate_assets.lib.reporting import gate_summary, markdown_table
 from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
@@ -36,6 +47,10 @@ CALIBRATION_SCHEMA = {
     "false_fail_threshold": pl.Float64,
     "min_positives": pl.Int32,
     "too_strict": pl.Boolean,
+    "effective_negatives": pl.Float64,
+    "effective_positives": pl.Float64,
+    "label_origin": pl.String,
+    "surface": pl.String,
 }
 GATE_SCHEMA = {
     "surface": pl.String,
@@ -53,6 +68,19 @@ GATE_SCHEMA = {
     "judged_per_week": pl.Float64,
     "extra_queue_per_week": pl.Float64,
     "judged_yes_rate": pl.Float64,
+    "labels": pl.String,
+    "pooled": pl.Boolean,
+    "own_labels": pl.Int32,
+    "own_negatives": pl.Int32,
+    "next_step": pl.String,
+    "judge_offline": pl.Boolean,
+}
+AGREEMENT_SCHEMA = {
+    "first_labeller": pl.String,
+    "second_labeller": pl.String,
+    "pairs": pl.Int32,
+    "agreed": pl.Int32,
+    "kappa": pl.Float64,
 }
 
 
@@ -76,8 +104,10 @@ def hand_labels(
     citegate_config: CitegateConfigResource,
     review_files: ReviewFilesResource,
 ) -> dg.MaterializeResult:
-    """Hand-labelled (claim, passage) pairs: the labels folder plus reviewers' accepts (label yes);
-    bad rows go to label_rejects."""
+    """Hand-labelled (claim, passage) pairs: the labels folder (own labels replayed from `citegate label` and the
+    review page's Label tab, reference labels as they are) plus reviewers' accepts (label yes, reference); each
+    marked own or reference; bad rows go to label_rejects; two labellers' agreement on own pairs to
+    label_agreement."""
     path = review_files.labels_path(warehouse, citegate_config)
     if path.exists():
         labels, rejects = read_labels(path)
@@ -87,25 +117,43 @@ def hand_labels(
     now = utc_now()
     with warehouse.connect() as con:
         accepted = query(con, "support/accepted_reviews").pl()
-    if accepted.height:
-        labels = pl.concat([labels, accepted.select(labels.columns)])
+        if accepted.height:
+            labels = pl.concat([labels, accepted], how="diagonal_relaxed")
+        labels = classify(con, labels)
+    own = labels.filter(pl.col("origin") == OWN)
+    agreement = pl.DataFrame(
+        [vars(a) for a in labeller_agreement(own.select("labeller", "pair_key", "label").iter_rows())],
+        schema={"first": pl.String, "second": pl.String, "pairs": pl.Int32, "agreed": pl.Int32, "kappa": pl.Float64},
+    ).rename({"first": "first_labeller", "second": "second_labeller"})
+    stored = labels.with_columns(
+        ingested_at=pl.lit(now, dtype=UTC_TIMESTAMP),
+        labelled_at=pl.col("labelled_at").str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_zone="UTC", strict=False),
+    )
     with warehouse.connect() as con, transaction(con):
-        con.register("new_labels", labels.with_columns(ingested_at=pl.lit(now, dtype=UTC_TIMESTAMP)).to_arrow())
+        con.register("new_labels", stored.to_arrow())
         con.register(
             "new_label_rejects",
             rejects.with_columns(rejected_at=pl.lit(now, dtype=UTC_TIMESTAMP)).to_arrow(),
         )
+        con.register(
+            "new_label_agreement", agreement.with_columns(computed_at=pl.lit(now, dtype=UTC_TIMESTAMP)).to_arrow()
+        )
         run_script(con, "support/replace_labels")
-        con.unregister("new_labels")
-        con.unregister("new_label_rejects")
-    counts = labels.group_by("label").len().sort("label")
-    context.log.info(f"{labels.height} hand labels from {path} ({rejects.height} rejected)")
+        for name in ("new_labels", "new_label_rejects", "new_label_agreement"):
+            con.unregister(name)
+    counts = labels.group_by("origin", "label").len().sort("origin", "label")
+    context.log.info(
+        f"{labels.height} hand labels from {path} ({own.height} own, {labels.height - own.height} reference; "
+        f"{rejects.height} rejected)"
+    )
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": labels.height,
             "labels_path": str(path),
+            "own_labels": own.height,
             "rejected_rows": rejects.height,
             "labels": dg.MetadataValue.md(markdown_table(counts)),
+            "labeller agreement (own pairs)": dg.MetadataValue.md(markdown_table(agreement)),
             "rejects": dg.MetadataValue.md(
                 markdown_table(rejects.select("source_file", "line_no", "reason", "detail"))
             ),
@@ -121,76 +169,99 @@ def judge_calibration(
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """The configured judge on the hand labels (through the cache): confusion matrix, false pass rate and false
-    fail rate, each with its 95% interval."""
+    fail rate, each with its 95% interval; on the reference labels (unweighted), and on the own labels weighted back
+    to the traffic's mix, pooled and per surface."""
     config = citegate_config.config()
     the_judge = judge.build(config)
     with warehouse.connect() as con:
         labels = query(con, "support/calibration_labels").pl()
     items = labels.select(item_id="label_id", passage="passage_normalized", claim="claim_normalized")
     results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
-    pairs = labels.select("label_id", human_label="label").join(
+    pairs = labels.select("label_id", "origin", "pair_key", "citation_id", human_label="label").join(
         results.select(label_id="item_id", judge_verdict="verdict"), on="label_id"
     )
     now = utc_now()
     cal = config.calibration
-    rows = calibration_summary(
-        pairs,
-        cal.false_pass_threshold,
-        cal.min_negatives,
-        false_fail_threshold=cal.false_fail_threshold,
-        min_positives=cal.min_positives,
-    )
+
+    def summarized(frame: pl.DataFrame, origin: str, surface: str | None) -> list[dict]:
+        rows = calibration_summary(
+            frame,
+            cal.false_pass_threshold,
+            cal.min_negatives,
+            false_fail_threshold=cal.false_fail_threshold,
+            min_positives=cal.min_positives,
+        )
+        return [{**row, "label_origin": origin, "surface": surface} for row in rows]
+
+    reference = pairs.filter(pl.col("origin") != OWN)
+    own = pairs.filter(pl.col("origin") == OWN)
+    rows = summarized(reference, REFERENCE, None) if reference.height or not own.height else []
+    if own.height:
+        with warehouse.connect() as con:
+            strata = own_citations(con, own["citation_id"].unique().to_list())
+            counts = strata_counts(con)
+        weighted = weights(own.join(strata.drop("day"), on="citation_id", how="inner"), counts)
+        rows += summarized(weighted, OWN, None)
+        for surface in sorted(weighted["stratum_surface"].unique().to_list()):
+            rows += summarized(weighted.filter(pl.col("stratum_surface") == surface), OWN, surface)
     summary = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA).with_columns(
         judge_model=pl.lit(the_judge.model),
         template_version=pl.lit(TEMPLATE_VERSION),
         computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
     )
-    matrix = confusion(pairs).with_columns(
-        judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION)
-    )
+    matrix = pl.concat(
+        [
+            confusion(part).with_columns(label_origin=pl.lit(origin))
+            for origin, part in ((REFERENCE, reference), (OWN, own))
+            if part.height
+        ]
+        or [confusion(pairs).with_columns(label_origin=pl.lit(REFERENCE))]
+    ).with_columns(judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION))
     params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_calibration", params)
         append_frame(con, "judge_calibration", summary)
         append_frame(con, "judge_calibration_confusion", matrix)
-    pivot = matrix.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
-    main = next(r for r in rows if r["scope"] == "no_or_partial")
-    context.log.info(
-        f"{the_judge.model} on {labels.height} hand labels: {main['false_passes']} false passes of "
-        f"{main['negatives']} no/partial, {main['false_fails']} false fails of {main['positives']} yes"
+    pivot = (
+        matrix.pivot(on="judge_verdict", index=["label_origin", "human_label"], values="n")
+        .fill_null(0)
+        .sort("label_origin", "human_label")
     )
+    headline = summary.filter((pl.col("scope") == "no_or_partial") & pl.col("surface").is_null())
+    main = next(r for r in headline.iter_rows(named=True))
+    for row in headline.iter_rows(named=True):
+        context.log.info(
+            f"{the_judge.model} on {row['labels']} {row['label_origin']} labels: {row['false_passes']} false passes "
+            f"of {row['negatives']} no/partial, {row['false_fails']} false fails of {row['positives']} yes"
+        )
+    shown = ["label_origin", "surface", "scope", "negatives", "effective_negatives", "false_passes"]
     return dg.MaterializeResult(
         metadata={
             "judge_model": the_judge.model,
             "template_version": TEMPLATE_VERSION,
             "labels": labels.height,
+            "own_labels": own.height,
             "judge_calls": facts["judge_calls"],
             "cache_hits": facts["cache_hits"],
             **_rate_metadata(main),
             "false_pass_rate": dg.MetadataValue.md(
-                markdown_table(
-                    summary.select(
-                        "scope",
-                        "negatives",
-                        "false_passes",
-                        "false_pass_rate",
-                        "wilson_low",
-                        "wilson_high",
-                        "calibrated",
-                    )
-                )
+                markdown_table(summary.select(*shown, "false_pass_rate", "wilson_low", "wilson_high", "calibrated"), 40)
             ),
             "false_fail_rate (human yes, judge not yes)": dg.MetadataValue.md(
                 markdown_table(
                     summary.filter(pl.col("scope") == "no_or_partial").select(
+                        "label_origin",
+                        "surface",
                         "positives",
+                        "effective_positives",
                         "false_fails",
                         "false_fail_rate",
                         "false_fail_low",
                         "false_fail_high",
                         "false_fail_threshold",
                         "too_strict",
-                    )
+                    ),
+                    40,
                 )
             ),
             "confusion (rows: human, columns: judge)": dg.MetadataValue.md(markdown_table(pivot)),
@@ -206,10 +277,12 @@ def support_gate_status(
     citegate_config: CitegateConfigResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not,
-    and what it costs: the false fail rate, too_strict, and the true citations it queues a week."""
+    """Per surface: is its support gate enforced (the judge calibrated under the threshold on enough own negatives,
+    the surface's or pooled) or not, which labels that rests on (own, reference), what it costs (the false fail
+    rate, too_strict, the true citations it queues a week) and the next step."""
     config = citegate_config.config()
     model = judge.build(config).model
+    offline = not effective_judge_config(config.judge).base_url
     with warehouse.connect() as con:
         rel = query(con, "support/calibration_of_judge", {"judge_model": model, "template_version": TEMPLATE_VERSION})
         cols, rows = rel.columns, rel.fetchall()
@@ -219,7 +292,14 @@ def support_gate_status(
     names = [n for n in config.surfaces if n != "default"] + [s for s in seen if s not in config.surfaces]
     judged = {surface: float(n) for surface, n, _ in volume} if volume else None
     passed = {surface: yes_rate for surface, _, yes_rate in volume}
-    status = gate_status([(n, config.surface(n).stakes) for n in names], summary, judged, passed)
+    status = gate_status(
+        [(n, config.surface(n).stakes) for n in names],
+        summary,
+        judged,
+        passed,
+        judge_offline=offline,
+        min_negatives=config.calibration.min_negatives,
+    )
     now = utc_now()
     frame = pl.DataFrame(status, schema=GATE_SCHEMA).with_columns(
         judge_model=pl.lit(model),
@@ -233,6 +313,8 @@ def support_gate_status(
         "surface",
         "stakes",
         "status",
+        "labels",
+        "pooled",
         "too_strict",
         "false_pass_upper",
         "false_fail_rate",
@@ -242,9 +324,12 @@ def support_gate_status(
         "judged_yes_rate",
         "extra_queue_per_week",
     )
+    line = gate_summary(list(frame.iter_rows(named=True)))
+    context.log.info(line)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": frame.height,
+            "summary": line,
             "enforced": frame.filter(pl.col("status") == "enforced").height,
             "too_strict": frame.filter(pl.col("too_strict").fill_null(False)).height,
             "extra_queue_per_week (all surfaces)": dg.MetadataValue.float(

@@ -34,7 +34,7 @@ class Pointer:
     request_id: str
     file: str
     line: int
-    what: str  # prompt | conflicting prompt | rejected line | review
+    what: str  # prompt | conflicting prompt | rejected line | review | own label
 
 
 @dataclass
@@ -69,6 +69,8 @@ def forget_in_warehouse(
                 result.pointers.append(Pointer(request_id, file, line, what))
             for file, line in query(con, "retention/review_lines", {"request_id": request_id}).fetchall():
                 result.pointers.append(Pointer(request_id, file, line, "review"))
+            for file, line in query(con, "retention/label_lines", {"request_id": request_id}).fetchall():
+                result.pointers.append(Pointer(request_id, file, line, "own label"))
             [(first, last)] = query(con, "retention/request_span", {"request_id": request_id}).fetchall()
             span = (first, last) if first is not None else None
             rows = drop_text(con, request_ids=[request_id], span=span)

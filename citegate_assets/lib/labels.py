@@ -1,4 +1,6 @@
-"""Hand labels for calibration: JSONL or CSV files with id, claim, passage, label, labeller."""
+"""Hand labels for calibration: JSONL or CSV files with id, claim, passage, label, labeller (reference labels), and
+the own-label lines `citegate label` and the review page's Label tab append (lib/label_log.py: a line with
+sample_seed), replayed so that each labeller's last word on a pair stands."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from pathlib import Path
 import polars as pl
 
 from .folders import FILE_UNREADABLE, Folder, read_named_file, unopened
+from .label_log import LABELS, SEED_FIELD, LabelLine, line_of, line_problem, replay
 from .normalize import normalize
 
-LABELS = ("yes", "partial", "no")
 FIELDS = ("id", "claim", "passage", "label", "labeller")
 SUFFIXES = (".jsonl", ".csv")
 
@@ -25,6 +27,13 @@ LABEL_SCHEMA = {
     "labeller": pl.String,
     "source_file": pl.String,
     "source_line": pl.Int64,
+    # own labels only (null on a reference label): the pair, the citation and stratum it was drawn from, the sample
+    "pair_key": pl.String,
+    "citation_id": pl.String,
+    "sample_seed": pl.Int64,
+    "stratum_surface": pl.String,
+    "stratum_verdict": pl.String,
+    "labelled_at": pl.String,
 }
 REJECT_SCHEMA = {
     "source_file": pl.String,
@@ -42,11 +51,19 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: labels file or folder not found")
     labels, rejects, seen = [], [], set()
+    own: list[tuple[str, int, str, LabelLine]] = []
     for name, text, reason, detail in _label_files(path):
         if reason is not None:
             rejects.append({"source_file": name, "line_no": 0, "reason": reason, "detail": detail})
             continue
         for line_no, raw, record in _records(name, text):
+            if SEED_FIELD in record:  # an own-label line: replayed below, after every file is read
+                own_problem = line_problem(record)
+                if own_problem is None:
+                    own.append((name, line_no, raw, line_of(record)))
+                else:
+                    rejects.append(_reject(name, line_no, own_problem, raw))
+                continue
             problem = _problem(record)
             if problem is None and record["id"] in seen:
                 problem = ("duplicate_label_id", f"id {record['id']!r} already labelled earlier")
@@ -73,10 +90,47 @@ def read_labels(path: str | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                     "source_line": line_no,
                 }
             )
+    labels.extend(_own_labels(own, rejects))
     frame = pl.DataFrame(labels, schema=LABEL_SCHEMA).with_columns(
         claim_normalized=normalize(pl.col("claim")), passage_normalized=normalize(pl.col("passage"))
     )
     return frame, pl.DataFrame(rejects, schema=REJECT_SCHEMA)
+
+
+def _own_labels(own: list[tuple[str, int, str, LabelLine]], rejects: list[dict]) -> list[dict]:
+    """The own-label lines replayed: one row per (labeller, pair) whose last word is yes, partial or no; an undo with
+    nothing standing is a reject row."""
+    where = {id(line): (name, line_no, raw) for name, line_no, raw, line in own}
+    undone: list[LabelLine] = []
+    standing = replay((line for *_, line in own), undone)
+    for line in undone:
+        name, line_no, raw = where[id(line)]
+        rejects.append(_reject(name, line_no, ("nothing_to_undo", f"{line.labeller} has no label on the pair"), raw))
+    rows = []
+    for line in standing.labels():
+        name, line_no, _ = where[id(line)]
+        rows.append(
+            {
+                "label_id": f"own:{line.labeller}:{line.pair_key}",
+                "claim": line.claim,
+                "passage": line.passage,
+                "label": line.label,
+                "labeller": line.labeller,
+                "source_file": name,
+                "source_line": line_no,
+                "pair_key": line.pair_key,
+                "citation_id": line.citation_id,
+                "sample_seed": line.sample_seed,
+                "stratum_surface": line.stratum_surface,
+                "stratum_verdict": line.stratum_verdict,
+                "labelled_at": line.labelled_at,
+            }
+        )
+    return rows
+
+
+def _reject(name: str, line_no: int, problem: tuple[str, str], raw: str) -> dict:
+    return {"source_file": name, "line_no": line_no, "reason": problem[0], "detail": problem[1], "raw_line": raw}
 
 
 def read_labels_empty() -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from citegate_assets.lib.reporting import text_table
+from citegate_assets.lib.reporting import gate_summary, text_table
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.warehouse import connect, query
 
@@ -27,31 +27,69 @@ class DayRange(Protocol):
 
 
 def calibration_report(warehouse: Path) -> str:
-    """Both of the judge's error rates on the hand labels (false pass, false fail) with their intervals, its
-    confusion matrix, and the support gate per surface with what it costs in true citations failed."""
+    """Both of the judge's error rates on the hand labels (false pass, false fail) with their intervals, on the
+    reference labels and on the own labels (weighted to the traffic's mix, pooled and per surface), its confusion
+    matrix, two labellers' agreement on own pairs, the support gate per surface with what it costs in true
+    citations failed, and the one line: which judge, on which labels, the next step."""
     with connect(warehouse, read_only=True) as con:
         cal = query(con, "support/calibration_report").pl()
         matrix = query(con, "report/confusion").pl()
         gates = query(con, "support/gate_status_report").pl()
+        agreement = query(con, "labels/agreement_report").pl()
+        line = gate_summary(dicts(query(con, "support/gate_status_rows")))
     return "\n".join(
         [
             "",
             "Judge calibration on hand labels: false pass = judge says yes where the human said no/partial; "
-            "false fail = judge does not say yes where the human said yes (judge errors count in neither)",
+            "false fail = judge does not say yes where the human said yes (judge errors count in neither). "
+            "reference labels: shipped or external sets, unweighted; own labels: sampled from this warehouse's "
+            "traffic (citegate label), weighted back to its mix (effective_n: the interval's effective sample size)",
             *_judge_headlines(cal),
-            text_table(cal.with_columns(pl.col("rate", "ci95_low", "ci95_high").round(4))),
+            text_table(
+                cal.select(
+                    "judge_model",
+                    "labels",
+                    "surface",
+                    "error",
+                    "human",
+                    "judged",
+                    pl.col("effective_n").round(1),
+                    "errors_made",
+                    pl.col("rate", "ci95_low", "ci95_high").round(4),
+                    "verdict",
+                )
+            ),
             "",
-            "Confusion matrix (rows: human label, columns: judge verdict)",
+            "Confusion matrix (rows: labels and human label, columns: judge verdict; labels counted, not weighted)",
             text_table(matrix),
+            *_agreement_lines(agreement),
             "",
-            f"Support gate per surface ({_judges(gates)}): enforced = false pass upper bound under the threshold; "
+            f"Support gate per surface ({_judges(gates)}): enforced = false pass upper bound under the threshold, on "
+            "own labels only (the surface's, or pooled over surfaces); labels = what the status rests on; "
             "too_strict = false fail rate over the threshold; judged_yes_rate = share of the judged citations the "
             "judge passed; extra_queue_per_week = judged_per_week x false_fail_rate (true citations the gate queues "
             "a week, taking every judged citation as supported)",
-            text_table(gates.drop("judge_model", "template_version", "why")),
+            text_table(gates.drop("judge_model", "template_version", "why", "next_step")),
             *[f"  {safe(surface)}: {safe(why)}" for surface, why in gates.select("surface", "why").iter_rows()],
+            "",
+            line,
         ]
     )
+
+
+def dicts(rel: Any) -> list[dict]:
+    return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
+
+
+def _agreement_lines(agreement: pl.DataFrame) -> list[str]:
+    """Two labellers on the same own pairs: Cohen's kappa over yes / partial / no."""
+    if agreement.is_empty():
+        return []
+    lines = ["", "Labeller agreement on own pairs (Cohen's kappa over yes / partial / no)"]
+    for first, second, pairs, agreed, kappa in agreement.iter_rows():
+        said = "undefined (one label for every pair)" if kappa is None else f"{kappa:.3f}"
+        lines.append(f"  {safe(first)} and {safe(second)}: {agreed} of {pairs} pairs agree, kappa {said}")
+    return lines
 
 
 def _judges(gates: pl.DataFrame) -> str:
@@ -61,11 +99,16 @@ def _judges(gates: pl.DataFrame) -> str:
 
 
 def _judge_headlines(cal: pl.DataFrame) -> list[str]:
-    """One line per judge model and template version: its recall and both error rates, in words."""
+    """One line per judge model, template version and labels (pooled over surfaces): its recall and both error
+    rates, in words."""
     lines = []
-    for (model, version), rows in cal.group_by("judge_model", "template_version", maintain_order=True):
+    pooled = cal.filter(pl.col("surface") == "(all)")
+    for (model, version, labels), rows in pooled.group_by(
+        "judge_model", "template_version", "labels", maintain_order=True
+    ):
         by = {(r["error"], r["human"]): r for r in rows.iter_rows(named=True)}
         fp, ff = by.get(("false pass", "no or partial")), by.get(("false fail", "yes"))
+        weighted = " weighted" if labels == "own" else ""
         if ff is None or ff["judged"] is None:
             fails = "false fail rate not measured (calibrated before schema 5: run citegate calibrate)"
         elif ff["judged"] == 0:
@@ -73,17 +116,17 @@ def _judge_headlines(cal: pl.DataFrame) -> list[str]:
         else:
             said_yes = ff["judged"] - ff["errors_made"]
             fails = (
-                f"recall {said_yes / ff['judged']:.1%} (yes to {said_yes:,} of {ff['judged']:,} human-yes labels), "
+                f"recall {1 - ff['rate']:.1%}{weighted} (yes to {said_yes:,} of {ff['judged']:,} human-yes labels), "
                 f"false fail rate {ff['rate']:.1%} (95% CI {ff['ci95_low']:.1%}-{ff['ci95_high']:.1%})"
             )
         if fp is None or not fp["judged"]:
             passes = "false pass rate unknown (no human no/partial labels judged)"
         else:
             passes = (
-                f"false pass rate {fp['rate']:.1%} (yes to {fp['errors_made']:,} of {fp['judged']:,} human "
-                f"no/partial labels, 95% CI {fp['ci95_low']:.1%}-{fp['ci95_high']:.1%})"
+                f"false pass rate {fp['rate']:.1%}{weighted} (yes to {fp['errors_made']:,} of {fp['judged']:,} "
+                f"human no/partial labels, 95% CI {fp['ci95_low']:.1%}-{fp['ci95_high']:.1%})"
             )
-        lines.append(f"  {safe(model)} (template {safe(version)}): {fails}; {passes}")
+        lines.append(f"  {safe(model)} (template {safe(version)}) on {labels} labels: {fails}; {passes}")
     return lines
 
 
@@ -210,6 +253,10 @@ def next_steps(prog: str, warehouse_flag: str, published: Path, example_query: P
         (
             f"{prog} serve{warehouse_flag}",
             "the same queue as a web page on http://127.0.0.1:8080, decided with the keyboard",
+        ),
+        (
+            f"{prog} label{warehouse_flag}",
+            "label a sample of your own citations, blind: a support gate is enforced on own labels only",
         ),
         (
             f"{prog} metrics{warehouse_flag}",

@@ -49,3 +49,29 @@ def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
         tbl_formatting="ASCII_MARKDOWN",
     ):
         return str(_escaped(df.head(max_rows)))
+
+
+def gate_summary(rows: list[dict]) -> str:
+    """One line from the support_gate_status rows: which judge ran, on which labels each surface's support gate status
+    rests, and the next step. The run summary (and so `citegate demo`), `citegate calibrate`, `citegate metrics` and
+    every page of the review page print this line: extend it here (a new judge tier, a cost), not at each of them.
+    Surface names come from logs: escaped."""
+    if not rows:
+        return "Support gate: no status yet (run `citegate run` or `citegate calibrate`)."
+    judges = list(dict.fromkeys(safe(row["judge_model"]) for row in rows if row.get("judge_model")))
+    offline = any(row.get("judge_offline") for row in rows)
+    judge = (", ".join(judges) or "none") + (" (offline: no judge endpoint)" if offline else "")
+    groups: dict[str, list[str]] = {}
+    for row in rows:
+        status, labels = row["status"], row.get("labels")
+        if labels == "own":
+            key = f"{status} on own labels" + (" pooled over surfaces" if row.get("pooled") else "")
+        elif labels == "none":
+            key = f"{status} (no labels)"
+        else:
+            key = status
+        groups.setdefault(key, []).append(safe(row["surface"]))
+    rests = "; ".join(f"{key}: {', '.join(names)}" for key, names in groups.items())
+    steps = list(dict.fromkeys(row["next_step"] for row in rows if row.get("next_step")))
+    step = " / ".join(steps) if steps else "none (every judged surface enforced on own labels)"
+    return f"Support gate: judge {judge}; {rests}; next: {step}."

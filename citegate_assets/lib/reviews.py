@@ -16,28 +16,23 @@ Reviews hold user data (claims, passages, notes, reviewer names): the folder is 
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import getpass
 import json
 import os
 import re
-import stat
 import uuid
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from citegate_assets.lib.durable import fsync_dir
-from citegate_assets.lib.folders import FILE_UNREADABLE, Folder, kind
+from citegate_assets.lib.appendlog import LogRefused, append_line
+from citegate_assets.lib.folders import FILE_UNREADABLE, Folder
 
 OUTCOMES = ("accept", "repair", "escalate")
 CAUSES = ("chunking", "truncation", "ranking", "other")
 LOG_NAME = "reviews.jsonl"
-
-FOLDER_MODE = 0o700
-FILE_MODE = 0o600
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 _TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -192,89 +187,17 @@ def append_review(folder: Path, review: Review) -> Path:
 
     Validates first (ReviewError, nothing written). Creates the folder (0o700) and the file (0o600) if missing.
     The line is written under an exclusive flock with a single os.write and fsync'd before the lock is released,
-    so concurrent writers never interleave and a returned call means the review is on disk.
+    so concurrent writers never interleave and a returned call means the review is on disk (lib/appendlog.py).
     """
     if not isinstance(review, Review):
         raise ReviewError(f"expected a Review, got {type(review).__name__}")
     problem = review_problem(review)
     if problem is not None:
         raise ReviewError(problem)
-    line = (review.to_json() + "\n").encode("utf-8")
-
-    folder = Path(folder)
-    _ensure_folder(folder)
-    path = folder / LOG_NAME
-    fd, created = _open_log(path)
     try:
-        if created:
-            os.fchmod(fd, FILE_MODE)  # the umask may have taken more (or, with 0o600 asked, nothing) away
-            fsync_dir(folder)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            data = line
-            if not _ends_with_newline(fd):
-                # a writer was killed mid-line: start on a fresh line so only the torn line is damaged
-                data = b"\n" + line
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-    return path
-
-
-def _ensure_folder(folder: Path) -> None:
-    if folder.is_dir():
-        return
-    if folder.parent != folder:
-        folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.mkdir(folder, FOLDER_MODE)
-    except FileExistsError:
-        if not folder.is_dir():
-            raise
-        return  # another writer created it at the same moment
-    os.chmod(folder, FOLDER_MODE)  # in case the umask took owner bits away
-    fsync_dir(folder.parent)
-
-
-def _open_log(path: Path) -> tuple[int, bool]:
-    """(fd, created): O_APPEND|O_CREAT|O_RDWR, never through a link and never on anything but a regular file (a FIFO
-    does not block: O_NONBLOCK); telling whether this call created the file. ReviewError when the log is refused."""
-    flags = os.O_APPEND | os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd, created = os.open(path, flags | os.O_EXCL, FILE_MODE), True
-    except FileExistsError:
-        try:
-            fd, created = os.open(path, flags, FILE_MODE), False
-        except OSError as exc:
-            refused = {errno.ELOOP: "a symbolic link", errno.EISDIR: "a directory", errno.ENXIO: "a socket"}
-            if exc.errno not in refused:
-                raise
-            raise ReviewError(f"{path}: {refused[exc.errno]}, not the reviews log file; nothing was written") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ReviewError(f"{path}: {kind(st.st_mode)}, not the reviews log file; nothing was written")
-    return fd, created
-
-
-def _ends_with_newline(fd: int) -> bool:
-    """Whether the log (held under our lock) is empty or ends with a newline."""
-    size = os.fstat(fd).st_size
-    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    # One os.write is the whole line in practice; the loop only covers a short write (signal, quota), and
-    # we still hold the lock, so the rest of the line follows directly.
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(errno.EIO, "os.write wrote nothing")
-        view = view[written:]
+        return append_line(Path(folder), LOG_NAME, review.to_json().encode("utf-8"), "the reviews log")
+    except LogRefused as exc:
+        raise ReviewError(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------------- reading

@@ -1,4 +1,5 @@
-"""The review web page (`citegate serve`): the queue, one entry, decisions, the weekly metrics and their trace.
+"""The review web page (`citegate serve`): the queue, one entry, decisions, the weekly metrics and their trace, and
+the Label tab (labels from the warehouse's own traffic, blind: lib/own_labels.py, lib/label_log.py).
 
 Server-rendered with Starlette and Jinja2 (autoescape on: every logged value is escaped), one small static JS
 file for the keyboard. Reads the published copy only, with a read-only connection per request, and the live
@@ -24,7 +25,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from citegate_assets.lib.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
+from citegate_assets.lib.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
+from citegate_assets.lib.label_log import LOG_NAME as LABEL_LOG
+from citegate_assets.lib.label_log import LabelError, append_label, labeller_agreement, make_line, replay
 from citegate_assets.lib.metrics import HEADLINE
+from citegate_assets.lib.own_labels import checked_size, line_for, next_pair, progress, undo_line
 from citegate_assets.lib.reviews import CAUSES, ReviewError, append_review, make_review
 from citegate_assets.lib.settings import Settings
 from citegate_assets.lib.warehouse import query
@@ -49,9 +55,12 @@ from citegate_assets.review_web.queries import (
     STATUSES,
     ChartCache,
     Filters,
+    GateLineCache,
     Key,
+    LiveLabels,
     LiveLog,
     NotPublished,
+    SampleCache,
     Warehouse,
     choices,
     dicts,
@@ -161,6 +170,9 @@ class ReviewApp:
         self.sessions = SessionStore(options.session_idle_s, options.session_max_s, clock=clock)
         self.tokens = TokenFile(options.tokens) if options.auth == "tokens" and options.tokens else None
         self.chart = ChartCache()
+        self.samples = SampleCache()
+        self.labels = LiveLabels(settings.labels)
+        self.gate_line = GateLineCache()
         folder = files("citegate_assets.review_web")
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(folder / "templates")),
@@ -217,6 +229,7 @@ class ReviewApp:
 
     def render(self, request: Request, visitor: Visitor, name: str, status: int = 200, **context: Any) -> Response:
         template = self.env.get_template(name)
+        context.setdefault("gate_line", None if visitor.reviewer is None else self.gate_line.line(self.warehouse))
         html = template.render(
             reviewer=visitor.reviewer,
             auth=self.options.auth,
@@ -585,6 +598,95 @@ class ReviewApp:
             next_href="/trace?" + urlencode([*base, ("offset", str(offset + TRACE_ROWS))]) if more else None,
         )
 
+    def label_page(self, request: Request) -> Response:
+        """The next pair of the sample for this labeller, blind: the passage as it reached the prompt and the claim,
+        nothing else (no verdict, answer, question, other chunk, surface or citation id); progress per surface."""
+        visitor = self.visitor(request)
+        if (early := self.needs_reviewer(request, visitor)) is not None:
+            return early
+        params = request.query_params
+        return self.show_label(request, visitor, params.get("seed"), params.get("size"), params.get("pair"))
+
+    def show_label(
+        self,
+        request: Request,
+        visitor: Visitor,
+        seed_text: str | None,
+        size_text: str | None,
+        first: str | None = None,
+        *,
+        status: int = 200,
+        nothing_to_undo: bool = False,
+    ) -> Response:
+        labeller = visitor.reviewer or ""
+        try:
+            seed, size = checked_size(seed_text or DEFAULT_LABEL_SEED, size_text or DEFAULT_LABEL_SIZE)
+            folder = self.labels_folder()
+            sample = self.samples.sample(self.warehouse, seed, size)
+        except ValueError as exc:
+            return self.error(request, visitor, 400, str(exc))
+        except NotPublished as exc:
+            return self.error(request, visitor, 503, str(exc))
+        standing = replay(self.labels.lines())
+        said = [(line.labeller, line.pair_key, line.label) for line in standing.labels()]
+        return self.render(
+            request,
+            visitor,
+            "label.html",
+            status=status,
+            gate_line=None,  # blind: not even which judge ran
+            pair=next_pair(sample, standing, labeller, first),
+            progress=progress(sample, standing, labeller),
+            agreement=labeller_agreement(said),
+            seed=seed,
+            size=size,
+            labels_file=str(folder / LABEL_LOG),
+            nothing_to_undo=nothing_to_undo,
+        )
+
+    def labels_folder(self) -> Path:
+        folder = self.settings.labels
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"{folder}: a file; own labels are appended to {LABEL_LOG} in a labels folder: start citegate serve "
+                "with --labels naming a folder"
+            )
+        return folder
+
+    async def label(self, request: Request) -> Response:
+        """One key press: a label (yes, partial, no), a skip, or an undo of this labeller's last one, appended to the
+        labels folder's own-labels.jsonl. The pair is looked up in the sample by its key: the form carries no text."""
+        visitor = self.visitor(request)
+        if visitor.reviewer is None:
+            return self.error(request, visitor, 403, "refused: no labeller signed in")
+        fields = await self.form(request, visitor)
+        if isinstance(fields, Response):
+            return fields
+        action = fields.get("action", "")
+        seed_text, size_text = fields.get("seed"), fields.get("size")
+        try:
+            seed, size = checked_size(seed_text or DEFAULT_LABEL_SEED, size_text or DEFAULT_LABEL_SIZE)
+            folder = self.labels_folder()
+            sample = self.samples.sample(self.warehouse, seed, size)
+            first = None
+            if action == "undo":
+                last = replay(self.labels.lines()).last_of(visitor.reviewer)
+                if last is None:
+                    return self.show_label(request, visitor, seed_text, size_text, status=409, nothing_to_undo=True)
+                append_label(folder, make_line(**undo_line(last, visitor.reviewer)))
+                first = last.pair_key
+            else:
+                pair = sample.by_key.get(fields.get("pair", ""))
+                if pair is None:
+                    raise LabelError("the form names no pair of this sample: nothing was written")
+                append_label(folder, make_line(**line_for(pair, sample, action, visitor.reviewer)))
+        except (LabelError, ValueError) as exc:
+            return self.error(request, visitor, 400, f"not recorded: {exc}")
+        except NotPublished as exc:
+            return self.error(request, visitor, 503, str(exc))
+        query_items = [("seed", str(seed)), ("size", str(size))] + ([("pair", first)] if first else [])
+        return RedirectResponse("/label?" + urlencode(query_items), status_code=303)
+
 
 class _Fields:
     """A dict of form fields read like query parameters (Filters.parse)."""
@@ -616,6 +718,8 @@ def create_app(
         Route("/metrics", review.metrics),
         Route("/chart.png", review.chart_png),
         Route("/trace", review.trace),
+        Route("/label", review.label_page, methods=["GET"]),
+        Route("/label", review.label, methods=["POST"]),
         Route("/login", review.login_page, methods=["GET"]),
         Route("/login", review.login, methods=["POST"]),
         Route("/logout", review.logout, methods=["POST"]),

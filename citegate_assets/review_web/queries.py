@@ -14,6 +14,10 @@ from typing import Any
 
 import duckdb
 
+from citegate_assets.lib.label_log import LabelLine, read_label_log
+from citegate_assets.lib.label_log import log_stamp as labels_stamp
+from citegate_assets.lib.own_labels import Sample, draw_sample
+from citegate_assets.lib.reporting import gate_summary
 from citegate_assets.lib.reviews import LogLine, Review, format_timestamp, latest_by_citation, log_stamp, read_reviews
 from citegate_assets.lib.warehouse import connect, query
 
@@ -238,3 +242,69 @@ class ChartCache:
                 plt.close(fig)
             self._stamp, self._png = stamp, buffer.getvalue()
             return self._png
+
+
+class SampleCache:
+    """The own-label samples (lib/own_labels.py) drawn from the published copy, kept until the copy changes: the same
+    (copy, seed, size) is the same sample."""
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._samples: dict[tuple, Sample] = {}
+
+    def sample(self, warehouse: Warehouse, seed: int, size: int) -> Sample:
+        key = (warehouse.stamp(), seed, size)
+        with self._lock:
+            found = self._samples.get(key)
+            if found is not None:
+                return found
+            with warehouse.open() as con:
+                drawn = draw_sample(con, seed, size)
+            self._samples = {k: v for k, v in self._samples.items() if k[0] == key[0]}
+            while len(self._samples) >= self.KEEP:
+                self._samples.pop(next(iter(self._samples)))
+            self._samples[key] = drawn
+            return drawn
+
+
+class LiveLabels:
+    """The labels folder's own-label lines, re-read only when one of its JSONL files changed (size or mtime)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._stamp: tuple | None = None
+        self._lines: list[LabelLine] = []
+
+    def lines(self) -> list[LabelLine]:
+        stamp = labels_stamp(self.folder)
+        with self._lock:
+            if stamp != self._stamp:
+                self._lines = read_label_log(self.folder)
+                self._stamp = stamp
+            return self._lines
+
+
+class GateLineCache:
+    """The support gate's one line (lib/reporting.py gate_summary) of the published copy, read once per copy."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._line: str | None = None
+
+    def line(self, warehouse: Warehouse) -> str | None:
+        stamp = warehouse.stamp()
+        if stamp is None:
+            return None
+        with self._lock:
+            if stamp != self._stamp:
+                try:
+                    with warehouse.open() as con:
+                        self._line = gate_summary(dicts(query(con, "support/gate_status_rows")))
+                except (NotPublished, duckdb.Error):  # gone meanwhile, or a copy from before schema 14
+                    self._line = None
+                self._stamp = stamp
+            return self._line

@@ -1,2 +1,3 @@
--- High-stakes surfaces whose support gate is uncalibrated (high_stakes_judge_calibrated).
-select surface, why from support_gate_status where stakes = 'high' and status = 'uncalibrated'
+-- High-stakes surfaces whose support gate is not enforced on own labels (high_stakes_judge_calibrated): uncalibrated,
+-- or uncalibrated (reference labels only).
+select surface, status, why from support_gate_status where stakes = 'high' and status like 'uncalibrated%'

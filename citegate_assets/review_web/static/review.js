@@ -2,6 +2,7 @@
 // Queue page: j/k move the selection, Enter or o opens it, n/p next/previous page.
 // Entry page: j/n next entry, k/p previous, a accept, r repair (type a note, Enter), e escalate (cause, note, Enter),
 // u back to the queue. Esc leaves a field. Keys typed into a field are the field's.
+// Label page: y yes, p partial, n no, s skip (each submits at once), u undo the last label.
 (function () {
   "use strict";
   var page = document.body.getAttribute("data-page");
@@ -63,6 +64,17 @@
       else { return; }
       event.preventDefault();
     }
+  });
+
+  var labelKeys = {y: "label-yes", p: "label-partial", n: "label-no", s: "label-skip", u: "label-undo"};
+  var sent = false;  // one key press, one label: the page is leaving
+  document.addEventListener("keydown", function (event) {
+    if (page !== "label" || sent || event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) { return; }
+    var button = document.getElementById(labelKeys[event.key] || "");
+    if (!button) { return; }
+    event.preventDefault();
+    sent = true;
+    button.form.requestSubmit(button);
   });
 
   if (page === "queue" && rows().length) { select(0); }
