@@ -18,14 +18,15 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   `{id, score, ...}` (the convention requires only id and score). Text, when a producer adds it, is read from
   `content` (the conventions' name for text in message parts), else `text`; metadata from `metadata`.
 - Pairing: lib/adapters/traces.py (same trace, ended before the call started, nearest ancestor first, then
-  nearest in time, within its bounds); ranks follow that order. Chunk id = the document's `id`, else
-  `metadata[chunk_id_key]`. A retriever's documents are read once, whatever the number of calls it feeds.
+  nearest in time, within its bounds); ranks follow that order. Chunk id = `metadata[chunk_id_key]` when the
+  document has it, else its `id` (traces.ChunkIdentity: the other id is kept as `doc_id`). A retriever's documents are read once, whatever the number of calls it feeds.
   A call with no retrieval span paired is rejected (`retrieval_not_paired`), never given an empty retrieval
   (each of its citations would be a false fabricated_id); a paired retrieval span that failed (status ERROR)
   counts as paired and adds no document.
 - request_id = `<traceId>/<spanId>` (a span id is only unique within its trace); logged_at = the span's start
   (RFC 3339 UTC, microseconds); answer_model = `gen_ai.response.model`, else `gen_ai.request.model`; surface =
-  the span attribute `surface_key`, else that resource attribute, else resource `service.name` unless it is the
+  the span attribute `surface_key`, else that of its nearest ancestor span that has it (at most
+  MAX_ANCESTOR_STEPS up), else that resource attribute, else resource `service.name` unless it is the
   SDK default (`unknown_service`, `unknown_service:<process>`), else `default_surface`.
 - prompt: the captured messages are not the bytes sent, so an OpenAI-chat-shaped body is rebuilt
   (`{"model", "messages": [{role, content}]}`, system instructions first, text parts → content) with
@@ -69,7 +70,7 @@ from .base import (
     Call,
     LineReject,
 )
-from .traces import LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
+from .traces import LLM, MAX_ANCESTOR_STEPS, ChunkIdentity, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 RETRIEVAL_OPERATION = "retrieval"
@@ -541,8 +542,11 @@ class _Conversion:
         self.f = f
         self.tree = tree
         self.settings = settings
-        self.retrievers = {(r.span.trace_id, r.span.span_id): r for r in f.spans if r.span.kind == RETRIEVER}
-        self.documents: dict[tuple[str, str], list[tuple[str, str | None]] | _Unusable] = {}
+        self.rows: dict[tuple[str, str], _SpanRow] = {}
+        for r in f.spans:
+            self.rows.setdefault((r.span.trace_id, r.span.span_id), r)
+        self.retrievers = {key: r for key, r in self.rows.items() if r.span.kind == RETRIEVER}
+        self.documents: dict[tuple[str, str], list[tuple[ChunkIdentity, str | None]] | _Unusable] = {}
         self.budget = RecordBudget(f.source_bytes)
         self.unpairable: dict[str, str] = {}  # trace -> why: a span of it (not a model call) could not be read
         for b in f.broken_spans:
@@ -622,7 +626,7 @@ class _Conversion:
         record: dict[str, Any] = {
             "request_id": request_id,
             "logged_at": _rfc3339(row.span.start),
-            "surface": _surface(row, self.settings),
+            "surface": _surface(row, self._ancestors(row), self.settings),
             "answer_model": model,
             "prompt": json.dumps(body, ensure_ascii=False),
             "prompt_encoding": "json",
@@ -634,6 +638,17 @@ class _Conversion:
         if left_out:
             record["retrieved_left_out"] = left_out
         return record, rows
+
+    def _ancestors(self, row: _SpanRow) -> Iterator[_SpanRow]:
+        """The span's ancestors in the file, nearest first, at most MAX_ANCESTOR_STEPS of them."""
+        node = row.span
+        for _ in range(MAX_ANCESTOR_STEPS):
+            parent = self.tree.parent(node.trace_id, node.span_id)
+            up = self.rows.get((node.trace_id, parent)) if parent is not None else None
+            if up is None:
+                return
+            yield up
+            node = up.span
 
     def _retrieved(
         self, row: _SpanRow, paired: list[_SpanRow], beyond: int, texts: list[str]
@@ -647,17 +662,22 @@ class _Conversion:
                 f"span {row.span.span_id}: no retrieval span of trace {row.span.trace_id} ended before the call "
                 "started",
             )
-        docs: list[tuple[str, str | None]] = []
+        docs: list[tuple[ChunkIdentity, str | None]] = []
         for r in paired:
             if r.status_code == STATUS_ERROR:
                 continue  # a failed retrieval returned nothing
             docs.extend(self._documents(r))
+        prompt = "\n".join(texts)
         seen: set[str] = set()
         firsts = []
-        for chunk_id, text in docs:
+        store_ids: dict[str, str] = {}
+        for identity, text in docs:
+            chunk_id, store_id = identity.resolve(prompt)
             if chunk_id not in seen:  # the same chunk from two retrievers: its first (best) rank
                 seen.add(chunk_id)
                 firsts.append((chunk_id, text))
+                if store_id is not None:
+                    store_ids[chunk_id] = store_id
         left_out: list[dict] = []
         unique = bounded_chunks(firsts, beyond, left_out)
         all_ids = [c for c, _ in unique]
@@ -665,19 +685,21 @@ class _Conversion:
         from_prompt = _texts_from_prompt(texts, missing, all_ids) if missing else {}
         retrieved: list[dict] = []
         for chunk_id, text in unique:
+            entry: dict[str, Any]
             if text is not None:
-                retrieved.append({"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text})
-                continue
-            found, why = from_prompt[chunk_id]
-            if found is None:
-                left_out.append({"chunk_id": chunk_id, "why": why})
+                entry = {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text}
             else:
-                retrieved.append(
-                    {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"}
-                )
+                found, why = from_prompt[chunk_id]
+                if found is None:
+                    left_out.append({"chunk_id": chunk_id, "why": why})
+                    continue
+                entry = {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"}
+            if chunk_id in store_ids:
+                entry["doc_id"] = store_ids[chunk_id]
+            retrieved.append(entry)
         return retrieved, left_out
 
-    def _documents(self, r: _SpanRow) -> list[tuple[str, str | None]]:
+    def _documents(self, r: _SpanRow) -> list[tuple[ChunkIdentity, str | None]]:
         key = (r.span.trace_id, r.span.span_id)
         if key not in self.documents:
             try:
@@ -830,14 +852,19 @@ def _message_texts(m: dict) -> list[str]:
     return []
 
 
-def _surface(row: _SpanRow, settings: AdapterSettings) -> str:
+def _surface(row: _SpanRow, ancestors: Iterable[_SpanRow], settings: AdapterSettings) -> str:
+    """The span's own `surface_key` attribute, else the nearest ancestor span's that has one (an app sets it on
+    the request's root span), else the resource's, else a service.name of the app's, else default_surface."""
     where = f"span {row.span.span_id}"
-    for source in (row.attributes, row.resource):
-        if isinstance(source, _Broken):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({source.why}): no surface")
-        value = _get(source, settings.surface_key, where)
+    for span in (row, *ancestors):
+        value = _get(span.attributes, settings.surface_key, f"span {span.span.span_id}")
         if isinstance(value, str) and value.strip():
             return value
+    if isinstance(row.resource, _Broken):
+        raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({row.resource.why}): no surface")
+    value = _get(row.resource, settings.surface_key, where)
+    if isinstance(value, str) and value.strip():
+        return value
     service = _get(row.resource, "service.name", where) if isinstance(row.resource, dict) else None
     if isinstance(service, str) and service.strip() and not service.startswith("unknown_service"):
         return service
@@ -870,7 +897,7 @@ def _citations(answer: str | None, path: str) -> Any:
 # --- retrieved chunks -----------------------------------------------------------------------------------------
 
 
-def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | None]]:
+def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[ChunkIdentity, str | None]]:
     where = f"retrieval span {r.span.span_id}"
     _check_redaction(r.attributes, where, frozenset({RETRIEVAL_DOCUMENTS}))
     if RETRIEVAL_DOCUMENTS not in r.attributes:
@@ -885,10 +912,10 @@ def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | 
         if not isinstance(d, dict):
             raise _Unusable(NOT_OF_FORMAT, f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] is not an object")
         metadata = d.get("metadata")
-        chunk_id = d.get("id")
-        if not (isinstance(chunk_id, str) and chunk_id.strip()) and isinstance(metadata, dict):
-            chunk_id = metadata.get(settings.chunk_id_key)
-        if not isinstance(chunk_id, str) or not chunk_id.strip():
+        identity = ChunkIdentity.of(
+            d.get("id"), metadata.get(settings.chunk_id_key) if isinstance(metadata, dict) else None
+        )
+        if identity is None:
             raise _Unusable(
                 NOT_OF_FORMAT,
                 f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] has no string id and no metadata.{settings.chunk_id_key}",
@@ -896,10 +923,12 @@ def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | 
         text = d.get("content") if isinstance(d.get("content"), str) else d.get("text")
         if isinstance(text, str):
             if text.strip() == REDACTED_PLACEHOLDER:
-                raise _Unusable(CONTENT_REDACTED, f"{where}: document {chunk_id!r} text is {REDACTED_PLACEHOLDER}")
-            out.append((chunk_id.strip(), text))
+                raise _Unusable(
+                    CONTENT_REDACTED, f"{where}: document {identity.resolve('')[0]!r} text is {REDACTED_PLACEHOLDER}"
+                )
+            out.append((identity, text))
         else:
-            out.append((chunk_id.strip(), None))
+            out.append((identity, None))
     return out
 
 
