@@ -29,12 +29,13 @@ before the generation started, nearest common ancestor first (a sibling under th
 under its grandparent; one with no common ancestor in the file last), then the one that ended last first. Every such
 retriever is used, in that order, its documents in their own order; rank = position (1-based). Chunk id =
 metadata[chunk_id_key] when the document has it (a vector store gives `id` a UUID of its own; the prompt shows the
-application's id), else its `id`; the other id is kept as `doc_id` (traces.ChunkIdentity); text = `page_content`. Limits: a trace split over two files (API
-pages, export windows) is paired per file; a retriever still running when the call started (parallel retrieval) does
-not count; a trace of several turns gives a later turn the earlier turns' chunks too, after its own (a chunk cited
-from those is `dropped_before_prompt`, not `fabricated_id`); a generation with no finished retriever is rejected
-(`retrieval_not_paired`), never given an empty retrieval; a chunk id returned twice with the same text is kept once,
-with different texts the call is `duplicate_chunk_id` (ingest).
+application's id), else its `id`; the other id is kept as `doc_id` (traces.ChunkIdentity); text =
+`page_content`. Limits: a trace split over two files (API pages, export windows) is paired per file; a retriever
+still running when the call started (parallel retrieval) does not count; a trace of several turns gives a later turn
+the earlier turns' chunks too, after its own (a chunk cited from those is `dropped_before_prompt`, not
+`fabricated_id`); a generation with no finished retriever is rejected (`retrieval_not_paired`), never given an empty
+retrieval; a chunk id returned twice with the same text is kept once, with different texts the call is
+`duplicate_chunk_id` (ingest).
 
 What cannot be recovered is a reject (base.py): content_not_captured (no input or output), content_redacted (a field
 or message that is exactly the SDK's mask fallback `<fully masked due to failed mask function>`, written when the
@@ -72,7 +73,7 @@ from .base import (
     Call,
     LineReject,
 )
-from .traces import ChunkIdentity, LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
+from .traces import LLM, OTHER, RETRIEVER, ChunkIdentity, RecordBudget, Span, SpanTree, bounded_chunks, part_text
 
 NAME = "langfuse"
 MASK_FALLBACK = "<fully masked due to failed mask function>"  # langfuse/_client/constants.py MASK_FALLBACK_VALUE
@@ -521,9 +522,7 @@ def _documents(r: Observation, chunk_id_key: str) -> list[Document]:
         if text.strip() in REDACTION_MARKERS:
             raise _Bad(CONTENT_REDACTED, f"{where}.page_content is the redaction marker {text.strip()!r}")
         metadata = doc.get("metadata")
-        identity = ChunkIdentity.of(
-            doc.get("id"), metadata.get(chunk_id_key) if isinstance(metadata, dict) else None
-        )
+        identity = ChunkIdentity.of(doc.get("id"), metadata.get(chunk_id_key) if isinstance(metadata, dict) else None)
         if identity is None:
             raise _Bad(NOT_OF_FORMAT, f"{where} has no 'id' and no metadata '{chunk_id_key}'")
         out.append(Document(identity, text))
