@@ -512,3 +512,20 @@ def test_pair_a_root_call_has_no_ancestor_so_every_retriever_of_the_trace_comes_
 def test_pair_survives_a_parent_cycle():
     spans = [_s("a", "b", 0, 1), _s("b", "a", 0, 1), _s("r", "a", 1, 2, RETRIEVER), _s("call", "a", 3, 4, LLM)]
     assert [s.span_id for s in pair(spans, spans[-1])] == ["r"]
+
+
+def test_the_surface_comes_from_the_nearest_ancestor_span_that_names_one():
+    """An app sets `app.surface` on the request's root span, not on the model call's span: it is read there
+    (the resource's service.name, help-center, comes after)."""
+    line = json.loads(_lines("otlp_attributes.jsonl")[0][1])
+    rid = _rid("How long do card refunds take")
+    for rs in line["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for sp in ss["spans"]:
+                if sp["name"] == "answer_question" and sp["traceId"] == rid.split("/")[0]:
+                    sp.setdefault("attributes", []).append({"key": "app.surface", "value": {"stringValue": "web"}})
+    items = _convert([(1, json.dumps(line).encode())], AdapterSettings(surface_key="app.surface"))
+    records = {i.request_id: i.record for i in items if isinstance(i, Call) and i.record}
+    assert records[rid]["surface"] == "web"
+    plain = _convert([(1, json.dumps(line).encode())], AdapterSettings())
+    assert {i.request_id: i.record["surface"] for i in plain if isinstance(i, Call) and i.record}[rid] == "help-center"
