@@ -110,6 +110,13 @@ OPTIONS: dict[str, Option] = {
             "help": "print only citegate's own lines (the paths, the summary or report), no Dagster log lines",
         },
     ),
+    "reason": Option(
+        ("--reason",),
+        {
+            "default": None,
+            "help": "only this reason (queue: e.g. span_truncated, support_partial; rejects: e.g. missing_field)",
+        },
+    ),
     # `citegate serve` (issue 17): the review web page
     "host": Option(
         ("--host",),
@@ -261,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     queue.add_argument("action", nargs="?", choices=["show"], help="show one entry with the prompt around its span")
     queue.add_argument("citation_id", nargs="?", help="with `show`: the entry's citation id")
-    queue.add_argument("--reason", default=None, help="only this reason (e.g. span_truncated, support_partial)")
+    _add(queue, "reason")
     queue.add_argument("--surface", default=None, help="only this surface")
     queue.add_argument(
         "--status",
@@ -327,6 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--limit", type=int, default=20, help="rows shown (default 20)")
     _add(trace, "warehouse", "published")
     trace.set_defaults(func=cmd_trace)
+
+    rejects = sub.add_parser(
+        "rejects", help="the rejected lines: file:line, reason and detail (exit 1 when there are any)"
+    )
+    rejects.add_argument("--file", default=None, help="only this landing file's rejects (its name)")
+    _add(rejects, "reason")
+    rejects.add_argument("--limit", type=int, default=50, help="rows shown (default 50)")
+    _add(rejects, "warehouse", "published")
+    rejects.set_defaults(func=cmd_rejects)
 
     doctor = sub.add_parser(
         "doctor", help="does each surface's template fit its prompts? (reads the logs only, no warehouse)"
@@ -505,6 +521,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 1 if rejected else 0
 
 
+def cmd_rejects(args: argparse.Namespace) -> int:
+    from citegate_assets.lib.rejects_view import render_rejects
+    from citegate_assets.lib.warehouse import connect, query
+
+    params = {"file": args.file, "reason": args.reason, "limit": max(args.limit, 0)}
+    with connect(_readable(args), read_only=True) as con:
+        rows = query(con, "report/rejects_list", params).fetchall()
+        [(count,)] = query(con, "report/rejects_count", params).fetchall()
+    filters = "".join(
+        f" with {name} {quote(value)}" for name, value in (("file", args.file), ("reason", args.reason)) if value
+    )
+    print(render_rejects(rows, count, filters))
+    return 1 if count else 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from citegate_assets.lib.doctor import doctor, render
 
@@ -515,7 +546,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     limit = args.limit if args.limit and args.limit > 0 else None
     report = doctor(settings.landing, cfg, limit=limit)
     print(render(report, settings.landing, str(cfg.path or "built-in defaults"), limit))  # render escapes logged values
-    return 0 if report.ok else 1
+    return 0 if report.ok and not report.reading.reject_rows else 1  # lines that would be rejected: 1
 
 
 def cmd_gen_logs(args: argparse.Namespace) -> int:

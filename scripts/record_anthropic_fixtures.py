@@ -63,6 +63,52 @@ PDF = base64.b64encode(
 ).decode()
 
 
+CARD_TERMS = (  # the pages of a PDF made with fpdf2: long sentences wrap, so the PDF's text breaks lines
+    "Card terms. Refunds to the original card are issued within 5 business days of approval, and no fee is "
+    "charged for refunds to the original card. Statements show the refund as a credit from the store.",
+    "Disputes. A card payment disputed with the issuer is frozen until the dispute is closed, and the store "
+    "answers the issuer within 10 business days of being asked.",
+)
+
+
+def card_terms_pdf(encrypted: bool = False) -> str:
+    """A two-page PDF of CARD_TERMS (fpdf2, fixed creation date: the same bytes each run), base64."""
+    import datetime as dt
+
+    from fpdf import FPDF  # type: ignore[import-not-found]  # only in .venv-adapters
+
+    pdf = FPDF()
+    pdf.set_creation_date(dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc))
+    pdf.set_font("helvetica", size=12)
+    if encrypted:
+        pdf.set_encryption(owner_password="owner-secret", user_password="")
+    for page in CARD_TERMS:
+        pdf.add_page()
+        pdf.multi_cell(0, 8, page)
+    return base64.b64encode(bytes(pdf.output())).decode()
+
+
+def pdf_doc(data: str, title: str) -> dict:
+    return {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+        "title": title,
+        "citations": {"enabled": True},
+    }
+
+
+def page(cited: str, first: int, title: str = "card-terms.pdf", doc_index: int = 0) -> dict:
+    return {
+        "type": "page_location",
+        "cited_text": cited,
+        "document_index": doc_index,
+        "document_title": title,
+        "start_page_number": first,
+        "end_page_number": first + 1,
+        "file_id": None,
+    }
+
+
 def text_doc(data: str, title: str | None = None, context: str | None = None) -> dict:
     doc: dict = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": data}}
     if title is not None:
@@ -290,7 +336,7 @@ def scenarios() -> list[dict]:
                     "location_mismatch",
                     "card-terms.pdf",
                     "unverifiable: page 2 of document 0",
-                    "page_location into a base64 PDF",
+                    "page_location into a base64 PDF pypdf cannot read (no startxref)",
                 ),
                 ("ok", "kb-112#3", None, "char_location beside an unreadable PDF (document_index 1)"),
                 (
@@ -491,6 +537,79 @@ def scenarios() -> list[dict]:
             ],
             "expect": [
                 ("context_not_found", "kb-112#3", None, "a valid location, but the prompt holds no retrieved chunk")
+            ],
+        },
+        {
+            "id": "msg_fx_anthropic_09",
+            "note": "a two-page PDF document (fpdf2) cited by page_location: checked against its pages' text",
+            "messages": [
+                user(
+                    pdf_doc(card_terms_pdf(), "card-terms.pdf"),
+                    text_doc(CREDIT, title="kb-087#1"),
+                    "Are card refunds charged a fee, and how are disputes handled?",
+                )
+            ],
+            "content": [
+                text(
+                    "Card refunds are free",
+                    page(
+                        "Refunds to the original card are issued within 5 business days of approval, and no fee is "
+                        "charged for refunds to the original card.",
+                        1,
+                    ),
+                ),
+                text(", "),
+                text(
+                    "a disputed payment is frozen",
+                    page("A card payment disputed with the issuer is frozen until the dispute is closed", 2),
+                ),
+                text(", "),
+                text(
+                    "the store answers within ten days",
+                    page("the store answers the issuer within 10 business days of being asked.", 1),
+                ),
+                text(", and "),
+                text(
+                    "refunds are instant",
+                    page("Refunds to the original card are instant.", 1),
+                ),
+                text("."),
+            ],
+            "expect": [
+                ("ok", "card-terms.pdf", None, "page 1's text, over a line the PDF wraps"),
+                ("ok", "card-terms.pdf", None, "page 2's text"),
+                ("location_mismatch", "card-terms.pdf", "which is on page 2", "cites page 1, the text is on page 2"),
+                ("location_mismatch", "card-terms.pdf", "not in the PDF's text", "cited text the PDF does not hold"),
+            ],
+        },
+        {
+            "id": "msg_fx_anthropic_10",
+            "note": "an encrypted PDF (fpdf2, owner password): its pages cannot be read, so never a pass",
+            "messages": [
+                user(
+                    pdf_doc(card_terms_pdf(encrypted=True), "card-terms-locked.pdf"),
+                    text_doc(REFUNDS, title="kb-112#3"),
+                    "Are card refunds charged a fee?",
+                )
+            ],
+            "content": [
+                text(
+                    "Card refunds are free",
+                    page(
+                        "no fee is charged for refunds to the original card.",
+                        1,
+                        title="card-terms-locked.pdf",
+                    ),
+                ),
+                text("."),
+            ],
+            "expect": [
+                (
+                    "location_mismatch",
+                    "card-terms-locked.pdf",
+                    "unverifiable: page 1 of document 0, a PDF citegate cannot read: the PDF is encrypted",
+                    "an encrypted PDF",
+                ),
             ],
         },
     ]

@@ -593,7 +593,134 @@ def expected(obs: list[dict]) -> dict:
     }
 
 
+# -- a LangChain vector store under Langfuse's LangChain handler ----------------------------------------------------
+
+VS_QUESTION = "How long do card refunds take, and does store credit expire?"
+VS_KEEP = 3  # the app renders the top 3 of the 4 the store returns
+
+
+def run_vectorstore(base: str) -> tuple[list[str], list[tuple[dict, str, str]]]:
+    """LangChain's InMemoryVectorStore (its documents get the store's own UUID as `id`; the chunk id is in
+    metadata) as a retriever traced by Langfuse's LangChain CallbackHandler, then the answer call through the
+    SDK's OpenAI integration, in one chain. Returns the retrieved chunk ids in rank order and the planted
+    citations (chosen from that order, before the chat server answers)."""
+    import uuid
+
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from langfuse import Langfuse
+    from langfuse.langchain import CallbackHandler
+    from langfuse.openai import OpenAI
+    from opentelemetry.sdk import trace as otel_sdk_trace
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    ticks = iter(range(10**9))
+    otel_sdk_trace.time_ns = lambda: START_NS + next(ticks) * TICK_NS
+
+    class SequentialIds(IdGenerator):
+        def __init__(self) -> None:
+            self.spans = 0
+            self.traces = 0
+
+        def generate_span_id(self) -> int:
+            self.spans += 1
+            return 0x2F5E000000000000 + self.spans
+
+        def generate_trace_id(self) -> int:
+            self.traces += 1
+            return 0x7B22_0000_0000_0000_0000_0000_0000_0000 + self.traces
+
+    langfuse = Langfuse(
+        public_key="pk-lf-fixtures",
+        secret_key="sk-lf-fixtures",
+        base_url=base,
+        id_generator=SequentialIds(),
+        otel_compression="none",
+        flush_at=1000,
+        flush_interval=3600,
+    )
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
+    ids = ["kb-refunds#1", "kb-store-credit#1", "kb-shipping#1", "kb-warranty#2", "kb-privacy#1"]
+    store.add_documents(
+        [Document(page_content=KB[cid], metadata={"chunk_id": cid, "source": cid.split("#")[0]}) for cid in ids],
+        ids=[str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://kb.example/{cid}")) for cid in ids],  # the store's UUIDs
+    )
+    retriever = store.as_retriever(search_kwargs={"k": 4})
+    client = OpenAI(api_key="sk-local", base_url=base + "/v1", max_retries=0)
+    create: Any = client.chat.completions.create
+    planted: list[tuple[dict, str, str]] = []
+    order: list[str] = []
+    with langfuse.start_as_current_observation(name="rag-answer", as_type="chain", input=VS_QUESTION):
+        docs = retriever.invoke(VS_QUESTION, config={"callbacks": [CallbackHandler()]})
+        order = [d.metadata["chunk_id"] for d in docs]
+        assert all(d.id and d.id != d.metadata["chunk_id"] for d in docs)  # the store's UUID, not the chunk id
+        first, second, unrendered = order[0], order[1], order[VS_KEEP]
+        planted += [
+            (_cite(first, KB[first][:40], "The first source says so."), "ok", "chunk id from metadata, not the UUID"),
+            (_cite(second, KB[second][-30:].strip(), "The second source says so."), "ok", "rank 2, metadata chunk id"),
+            (
+                _cite(unrendered, KB[unrendered][:30], "An unrendered source says so."),
+                "dropped_before_prompt",
+                f"rank {VS_KEEP + 1}: retrieved, not rendered (the app keeps the top {VS_KEEP})",
+            ),
+            (_cite("kb-missing#7", "refunds are instant", "Refunds are instant."), "fabricated_id", "never retrieved"),
+            (
+                _cite(first, KB[second][:30], "The first source says the second's words."),
+                "span_in_other_chunk",
+                "the span is the rank-2 chunk's, cited as rank 1",
+            ),
+        ]
+        sources = "\n\n".join(f"[{d.metadata['chunk_id']}] {d.page_content}" for d in docs[:VS_KEEP])
+        VS_ANSWER.append(json.dumps({"answer": "See the sources.", "citations": [c for c, _, _ in planted]}))
+        create(
+            model=MODEL,
+            messages=[
+                {"role": "system", "content": SYSTEM + sources},
+                {"role": "user", "content": VS_QUESTION},
+            ],
+            name="answer",
+            metadata={"surface": "help-center"},
+        )
+    langfuse.flush()
+    langfuse.shutdown()
+    return order, planted
+
+
+VS_ANSWER: list[str] = []
+
+
+def main_vectorstore() -> int:
+    server = Loopback(lambda msgs: VS_ANSWER[-1])
+    try:
+        order, planted = run_vectorstore(server.base)
+    finally:
+        server.shutdown()
+    obs = observations(server.otlp)
+    rows = export_rows(obs)
+    (OUT / "observations_vectorstore.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
+    [gen] = [o["id"] for o in obs if o["type"] == "GENERATION"]
+    truth = {
+        "request_id": gen,
+        "retrieved": order,
+        "citations": [
+            {"position": i, "chunk_id": c["chunk_id"], "expected_reason": reason, "note": note}
+            for i, (c, reason, note) in enumerate(planted)
+        ],
+    }
+    (OUT / "expected_vectorstore.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    print(f"{len(obs)} observations (InMemoryVectorStore under the LangChain handler) -> {OUT}")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--vectorstore"]:
+        return main_vectorstore()
+    import subprocess
+
+    subprocess.run([sys.executable, __file__, "--vectorstore"], check=True)  # a Langfuse client of its own
     server = Loopback(answer_for)
     try:
         run_app(server.base)

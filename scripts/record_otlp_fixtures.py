@@ -275,9 +275,13 @@ def retrieve(p: Pipeline, query: str, ids: list[str], with_text: bool = True) ->
         span.set_attribute("gen_ai.retrieval.documents", docs(ids, with_text))
 
 
+ROOT_ATTRIBUTES: dict[str, str] = {}  # set on each request's root span (the split phases: app.surface)
+
+
 @contextmanager
 def workflow(p: Pipeline, name: str) -> Iterator[None]:
-    with p.tracer.start_as_current_span(name, kind=SpanKind.INTERNAL):
+    attributes = ROOT_ATTRIBUTES if name == "answer_question" else None
+    with p.tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes):
         yield
 
 
@@ -438,9 +442,9 @@ def q3(p: Pipeline, client: openai.OpenAI, servers: Servers, file: str) -> None:
             ),
             (
                 cite("kb-415#4", "Orders over 50 EUR ship free", "Free shipping over 50 EUR."),
-                "fabricated_id",
-                "retrieved (rank 4) but not rendered and the trace has no text for it: left out of retrieved, so the "
-                "gate cannot tell dropped_before_prompt from fabricated_id",
+                "dropped_before_prompt",
+                "retrieved (rank 4, id only) but not rendered: no text anywhere, so left out of retrieved and listed "
+                "in retrieved_left_out, which the gate counts as retrieved",
             ),
         ],
         retrieved=["kb-633#1", "kb-087#1", "kb-112#3"],
@@ -641,7 +645,57 @@ def record_events(servers: Servers) -> list[dict]:
     return [to_file_json(path, raw) for path, raw in servers.otlp]
 
 
-PHASES = {"otlp_attributes.jsonl": record_attributes, "otlp_events.jsonl": record_events}
+SPLIT_SURFACE = "help-center-web"
+
+
+def record_split_events(servers: Servers) -> list[dict]:
+    """The file-exporter layout (one signal per file): the older per-message events go to a logs file of their
+    own; the request's root span names the surface (`app.surface`), the resource another."""
+    file = "otlp_split_events_spans.jsonl"
+    client = openai.OpenAI(base_url=servers.base + "/v1", api_key="sk-local", max_retries=0)
+    os.environ.pop("OTEL_SEMCONV_STABILITY_OPT_IN", None)
+    ROOT_ATTRIBUTES["app.surface"] = SPLIT_SURFACE
+    p = Pipeline(servers, 5, {"service.name": "help-center-split"})
+    with instrumented(p, "true"):
+        q1(p, client, servers, file, "spans and log records in files of their own")
+        CALLS[-1]["surface"] = SPLIT_SURFACE
+        q_simple(
+            p,
+            client,
+            servers,
+            file,
+            "Can store credit be used at once? (split files)",
+            [(cite("kb-087#1", "Store credit is applied immediately", "Credit is immediate."), "ok", "")],
+            surface=SPLIT_SURFACE,
+        )
+    p.shutdown()
+    return [to_file_json(path, raw) for path, raw in servers.otlp]
+
+
+def record_split_details(servers: Servers) -> list[dict]:
+    """The current conventions with content in events only: each call's content on one log record, in a logs
+    file of its own; the surface on the root span, two levels above the call (q2's inner workflow)."""
+    file = "otlp_split_details_spans.jsonl"
+    client = openai.OpenAI(base_url=servers.base + "/v1", api_key="sk-local", max_retries=0)
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    ROOT_ATTRIBUTES["app.surface"] = SPLIT_SURFACE
+    p = Pipeline(servers, 6, {"service.name": "help-center-split"})
+    with instrumented(p, "event_only"):
+        q1(p, client, servers, file, "content in events only, in a logs file of its own")
+        CALLS[-1]["surface"] = SPLIT_SURFACE
+        q2(p, client, servers, file)
+        CALLS[-1]["surface"] = SPLIT_SURFACE
+    p.shutdown()
+    return [to_file_json(path, raw) for path, raw in servers.otlp]
+
+
+PHASES = {
+    "otlp_attributes.jsonl": record_attributes,
+    "otlp_events.jsonl": record_events,
+    "otlp_split_events_spans.jsonl": record_split_events,
+    "otlp_split_details_spans.jsonl": record_split_details,
+}
+SPLIT = {name: name.replace("_spans.jsonl", "_logs.jsonl") for name in PHASES if name.endswith("_spans.jsonl")}
 
 
 def run_phase(name: str, part: Path) -> None:
@@ -651,6 +705,13 @@ def run_phase(name: str, part: Path) -> None:
         lines = PHASES[name](servers)
     finally:
         servers.shutdown()
+    if name in SPLIT:  # spans and log records in files of their own, as the file-exporter specification lays out
+        logs = [ln for ln in lines if "resourceLogs" in ln]
+        lines = [ln for ln in lines if "resourceLogs" not in ln]
+        assert logs and lines, name
+        (OUT / SPLIT[name]).write_text(
+            "".join(json.dumps(ln, separators=(",", ":"), ensure_ascii=False) + "\n" for ln in logs), encoding="utf-8"
+        )
     text = [json.dumps(ln, separators=(",", ":"), ensure_ascii=False) for ln in lines]
     expected = expectations(name, lines)
     if name == "otlp_attributes.jsonl":

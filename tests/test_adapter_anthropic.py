@@ -79,8 +79,8 @@ def test_detect_recognises_exchanges_and_nothing_else():
 def test_every_record_field():
     lines = [json.loads(line) for line in _lines()]
     calls = _calls()
-    assert [c.line_no for c in calls] == list(range(1, 9))
-    assert [c.request_id for c in calls] == [f"msg_fx_anthropic_0{n}" for n in range(1, 9)]
+    assert [c.line_no for c in calls] == list(range(1, 11))
+    assert [c.request_id for c in calls] == [f"msg_fx_anthropic_{n:02d}" for n in range(1, 11)]
     for call, line in zip(calls, lines):
         rec = call.record
         assert rec is not None
@@ -329,7 +329,7 @@ def _ingest(con, tmp_path: Path):
     ensure_schema(con)
     config = parse_config({}, None)
     summary = ingest_landing(con, landing, config, final=True)
-    assert (summary.records_ingested, summary.records_rejected, summary.answers_rejected) == (8, 0, 1)
+    assert (summary.records_ingested, summary.records_rejected, summary.answers_rejected) == (10, 0, 1)
     return landing, config
 
 
@@ -367,7 +367,7 @@ def test_every_planted_reason_end_to_end(tmp_path):
             if got.get(cid, ("",))[0] != e["expected_reason"]
         }
         assert not wrong, wrong
-        assert len(got) == len(expected) == 24
+        assert len(got) == len(expected) == 29
         assert {r for r, _ in got.values()} == {
             "ok",
             "location_mismatch",
@@ -383,7 +383,7 @@ def test_every_planted_reason_end_to_end(tmp_path):
         for reason, verdict in got.values():
             assert verdict == want.get(reason, "absent")
         found = con.sql("select found_start from provenance_results where reason = 'location_mismatch'").fetchall()
-        assert found == [(None,)] * 7
+        assert found == [(None,)] * 10
         assert con.sql("select request_id, reason from answer_rejects").fetchall() == [
             ("msg_fx_anthropic_06", "citations_not_json")
         ]
@@ -393,12 +393,12 @@ def test_every_planted_reason_end_to_end(tmp_path):
         ).fetchall() == [(True,)]
         # every call lands once: a rerun adds nothing
         assert ingest_landing(con, landing, config, final=True).records_ingested == 0
-        assert len(_gate(con)) == 24
+        assert len(_gate(con)) == 29
         assert con.execute("select count(*), count(distinct citation_id) from provenance_results").fetchone() == (
-            24,
-            24,
+            29,
+            29,
         )
-        assert con.execute("select count(*) from prompts").fetchone() == (8,)
+        assert con.execute("select count(*) from prompts").fetchone() == (10,)
 
 
 def test_without_the_location_check_the_mismatches_would_pass_or_be_misblamed(tmp_path):
@@ -424,7 +424,7 @@ def test_location_mismatch_outranks_every_other_reason(tmp_path):
         _ingest(con, tmp_path)
         con.execute('update citations set location_mismatch = \'document 0 chars 1-2: expected "x", found "y"\'')
         got = _gate(con)
-    assert set(got.values()) == {("location_mismatch", "unverifiable")} and len(got) == 24
+    assert set(got.values()) == {("location_mismatch", "unverifiable")} and len(got) == 29
 
 
 def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
@@ -434,7 +434,7 @@ def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
     with connect(tmp_path / "warehouse.duckdb") as con:
         _ingest(con, tmp_path)
         filled = con.execute("select count(*) from citations where location_mismatch is not null").fetchone()
-        assert filled == (7,)
+        assert filled == (10,)
         got = {cid: reason for cid, (reason, _) in _gate(con).items()}
     assert got == {cid: e["expected_reason"] for cid, e in _citation_expectations().items()}
 
@@ -453,12 +453,12 @@ def test_the_exchange_file_itself_in_the_landing_folder(tmp_path):
         ensure_schema(con)
         config = parse_config({}, None)
         summary = ingest_landing(con, landing, config, final=True)
-        assert (summary.calls_converted, summary.records_ingested, summary.answers_rejected) == (8, 8, 1)
+        assert (summary.calls_converted, summary.records_ingested, summary.answers_rejected) == (10, 10, 1)
         assert con.execute("select count(*) from ingest_rejects").fetchone() == (0,)
         got = {cid: reason for cid, (reason, _) in _gate(con).items()}
         assert got == {cid: e["expected_reason"] for cid, e in _citation_expectations().items()}
         assert ingest_landing(con, landing, config, final=True).records_ingested == 0  # no call lands twice
-        assert con.execute("select count(*) from prompts").fetchone() == (8,)
+        assert con.execute("select count(*) from prompts").fetchone() == (10,)
 
 
 def test_no_retrieval_logged_and_no_citable_block_is_retrieval_not_paired():
@@ -579,3 +579,46 @@ def test_each_location_kind_is_checked(citation, chunk_id, mismatch):
     assert cit["span"] == GIFT[0] and cit["claim"] == "It says so."
     # the URL PDF is not retrieved text: left out, rank 3 skipped
     assert [(r["chunk_id"], r["rank"]) for r in call.record["retrieved"]] == [("doc0", 1), ("doc1", 2)]
+
+
+def test_page_location_into_a_pdf_is_checked_against_the_pages_pypdf_reads():
+    """Line 9: a two-page PDF made with fpdf2. Its pages' text is the document's text in the prompt and in
+    `retrieved`; a page_location holds when its cited text is on the cited pages (line wraps aside), and its span
+    is then the pages' own text."""
+    from citegate_assets.lib.containers import decode_body
+
+    call = _calls()[8]
+    assert call.request_id == "msg_fx_anthropic_09" and call.record is not None
+    rec = call.record
+    [pdf] = [r for r in rec["retrieved"] if r["chunk_id"] == "card-terms.pdf"]
+    assert "no fee is\ncharged for refunds to the original card" in pdf["text"]  # wrapped where the PDF wraps
+    assert "frozen until the dispute is closed" in pdf["text"]
+    [document] = [m for m in decode_body(rec["prompt"], "json").messages if m.role == "document" and m.block.index == 0]
+    assert document.text == pdf["text"]  # the PDF's text is part of the prompt as decoded
+    cits = rec["citations"]
+    assert [c["location_mismatch"] for c in cits[:2]] == [None, None]
+    assert cits[0]["span"] in pdf["text"] and "\n" in cits[0]["span"]  # the PDF's own line break, kept
+    assert "which is on page 2" in cits[2]["location_mismatch"]
+    assert "not in the PDF's text" in cits[3]["location_mismatch"]
+    assert not any(c["location_mismatch"].startswith("unverifiable") for c in cits[2:])
+
+
+def test_an_encrypted_or_oversized_pdf_is_unverifiable_never_a_pass(monkeypatch):
+    from citegate_assets.lib import pdf_text
+
+    locked = _calls()[9]
+    assert locked.request_id == "msg_fx_anthropic_10" and locked.record is not None
+    [cit] = locked.record["citations"]
+    assert cit["location_mismatch"] == (
+        "unverifiable: page 1 of document 0, a PDF citegate cannot read: the PDF is encrypted"
+    )
+    assert "card-terms-locked.pdf" not in {r["chunk_id"] for r in locked.record["retrieved"]}
+    monkeypatch.setattr(pdf_text, "MAX_PDF_PAGES", 1)
+    pdf_text._READ.clear()
+    over = _calls()[8]
+    assert over.record is not None
+    assert {c["location_mismatch"] for c in over.record["citations"]} == {
+        "unverifiable: page 1 of document 0, a PDF citegate cannot read: the PDF has 2 pages, over the 1 read",
+        "unverifiable: page 2 of document 0, a PDF citegate cannot read: the PDF has 2 pages, over the 1 read",
+    }
+    pdf_text._READ.clear()

@@ -205,3 +205,34 @@ def test_ingested_calls_land_once_with_their_planted_reasons(tmp_path):
     want = {f"{t['request_id']}#{t['position']}": t["expected_reason"] for t in _expected()["citations"]}
     assert got == want
     assert reconstructed == [(6,)]
+
+
+def test_a_vector_store_documents_chunk_id_comes_from_metadata_not_the_store_uuid(tmp_path):
+    """LangChain's InMemoryVectorStore under Langfuse's LangChain handler (observations_vectorstore.jsonl): each
+    document's `id` is the store's UUID, its metadata holds the chunk id the prompt and the citations use."""
+    import shutil
+    from datetime import date
+
+    from citegate_assets.lib.config import parse_config
+    from citegate_assets.lib.ingest import ingest_landing
+    from citegate_assets.lib.provenance import check_provenance
+    from citegate_assets.lib.warehouse import connect, ensure_schema
+
+    truth = json.loads((FIXTURES / "expected_vectorstore.json").read_text(encoding="utf-8"))
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    shutil.copy(FIXTURES / "observations_vectorstore.jsonl", landing / "observations_vectorstore.jsonl")
+    with connect(tmp_path / "w.duckdb") as con:
+        ensure_schema(con)
+        ingest_landing(con, landing, parse_config({}, None), final=True)
+        assert con.sql("select reason from ingest_rejects").fetchall() == []
+        rows = con.sql("select chunk_id, rank, doc_id from retrievals order by rank").fetchall()
+        assert [c for c, _, _ in rows] == truth["retrieved"]
+        assert all(len(doc_id) == 36 and doc_id.count("-") == 4 for _, _, doc_id in rows)  # the store's UUID kept
+        check_provenance(con, date(2026, 11, 1), date(2026, 12, 1))
+        got = {
+            int(c.rsplit("#", 1)[1]): r
+            for c, r in con.sql("select citation_id, reason from provenance_results").fetchall()
+        }
+        assert got == {c["position"]: c["expected_reason"] for c in truth["citations"]}
+        assert set(got.values()) == {"ok", "dropped_before_prompt", "fabricated_id", "span_in_other_chunk"}

@@ -19,7 +19,8 @@ JSON request bodies understood (`prompt_encoding = "json"`):
 - OpenAI completions `{"prompt": str | [str, ...]}`: each prompt string is a message with role "text";
 - Anthropic Messages `{"system"?, "messages": [...]}`: `system` a string or text blocks; blocks
   `text`; `image` (skipped); `document` (source `text`, `content` (string or block list), `base64`
-  PDF / `url` / `file` whose content is skipped); `search_result`; `tool_use` (skipped);
+  PDF, whose pages' text pypdf extracts (lib/pdf_text.py; an unreadable one is skipped), `url` / `file` whose
+  content is skipped); `search_result`; `tool_use` (skipped);
   `tool_result` (string or block list; becomes messages with role "tool"). Every `document` and
   `search_result` block becomes a message of its own, role "document", with a `DocumentBlock` (which also
   keeps the source type and, for a search result or a content document, the text of each entry of its
@@ -43,6 +44,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from .pdf_text import PDF_MEDIA_TYPE, PdfText, pdf_from_base64
+
 ENCODINGS = ("text", "json", "python_repr")
 
 
@@ -64,7 +67,9 @@ class DocumentBlock:
     text of each entry of a search result's or a content document's `content` array, in order, None for an
     entry with no text (an image); a `content` string is one block. None for other documents (a text
     document is cited by characters of the message text, which is its `source.data` exactly).
-    The two are not compared (`==` on a DocumentBlock is on the fields above), so decodings compare as before.
+    pdf: a base64 PDF document's pages as lib/pdf_text reads them (their text joined is the message's text), or
+    why they cannot be read; None for any other block.
+    The three are not compared (`==` on a DocumentBlock is on the fields above), so decodings compare as before.
     """
 
     kind: Literal["document", "search_result"]
@@ -74,6 +79,7 @@ class DocumentBlock:
     context: str | None
     source_type: str | None = field(default=None, compare=False)
     blocks: tuple[str | None, ...] | None = field(default=None, compare=False)
+    pdf: PdfText | None = field(default=None, compare=False)
 
 
 class Message(NamedTuple):
@@ -351,6 +357,7 @@ class _Decoder:
         self.block_counts[kind] += 1
         blocks: tuple[str | None, ...] | None = None
         src_type: str | None = None
+        pdf: PdfText | None = None
         text = ""
         if kind == "search_result":
             source = _opt_str(block.get("source"))
@@ -365,7 +372,12 @@ class _Decoder:
                 text = src["data"]
             elif src_type == "content":
                 blocks = self.content_blocks(src.get("content"))
-            else:  # base64 PDF, url, file, or an unknown source: nothing readable as text here
+            elif src_type == "base64" and src.get("media_type") == PDF_MEDIA_TYPE and isinstance(src.get("data"), str):
+                pdf = pdf_from_base64(src["data"])  # its pages' text is what the model read of it
+                if pdf.pages is None:
+                    self.skip("document:base64")
+                text = pdf.text
+            else:  # url, file, or an unknown source: nothing readable as text here
                 self.skip(f"document:{src_type[:_MAX_KEY] if src_type is not None else _part_type(src)}")
             context = _opt_str(block.get("context"))
         if blocks is not None:
@@ -379,6 +391,7 @@ class _Decoder:
             context,
             source_type=src_type,
             blocks=blocks,
+            pdf=pdf,
         )
         self.out.append(Message("document", text, meta))
 

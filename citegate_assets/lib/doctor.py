@@ -29,6 +29,7 @@ from .adapters import (
     HEAD_BYTES,
     Call,
     Conversion,
+    Partners,
     TraceFileTooLarge,
     convert_lines,
     detect,
@@ -42,8 +43,10 @@ from .landing import Entry, OutsideLanding, is_trace_name, landing_entries, land
 from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, open_stream, read_lines
 from .profiles import BUILTIN_PROFILES
 from .records import Record, Reject, parse_raw_line
+from .rejects_view import doctor_rejects
 from .terminal import ident, safe
 from .timestamps import utc_now
+from .trace_partners import landing_partners, without
 
 BATCH = 500
 DEFAULT_LIMIT = 1000
@@ -174,6 +177,7 @@ class Reading:
     calls_rejected: Counter = field(default_factory=Counter)  # reason -> calls of trace files their adapter refused
     formats: dict[str, str] = field(default_factory=dict)  # file name -> the format it was read as, or not read (why)
     conversions: dict[str, str] = field(default_factory=dict)  # trace file name -> what its adapter made of it
+    reject_rows: list[tuple[str, int, str, str]] = field(default_factory=list)  # (file, line, reason, detail)
     duplicates: int = 0
     over_limit: int = 0
     notes: list[str] = field(default_factory=list)  # entries not read, files not read to their end
@@ -208,11 +212,13 @@ def read_landing(
     out = Reading()
     seen: set[str] = set()
     per_surface: Counter = Counter()
+    partners: dict[str, Partners] | None = None  # trace files that join across files, read once when needed
 
     def take(where: tuple[str, int], line: Line) -> None:
         rec, _ = parse_raw_line(line, now, config.ingest.max_line_bytes)
         if isinstance(rec, Reject):
             out.rejected[rec.reason] += 1
+            out.reject_rows.append((where[0], where[1], rec.reason, rec.detail))
             return
         if rec.request_id in seen:
             out.duplicates += 1
@@ -231,19 +237,24 @@ def read_landing(
         try:
             with open_entry(root, entry) as (fh, _):
                 out.files += 1
-                conv = _trace_file(entry, fh, config, out)
+                if partners is None:
+                    partners = landing_partners(root, config, final=True)
+                conv = _trace_file(entry, fh, config, out, partners)
                 if conv is not None:
                     for item in conv.items:
                         if isinstance(item, Call) and item.reason is None:
                             raw, problem = record_line(item)
                             if raw is None:
                                 out.calls_rejected["adapter_error"] += 1
+                                out.reject_rows.append((entry.name, item.line_no, "adapter_error", problem or ""))
                             else:
                                 take((entry.name, item.line_no), Line(item.line_no, raw, 0, len(raw)))
                         elif isinstance(item, Call):
                             out.calls_rejected[item.reason] += 1
+                            out.reject_rows.append((entry.name, item.line_no, item.reason or "", item.detail or ""))
                         else:
                             out.rejected[item.reason] += 1
+                            out.reject_rows.append((entry.name, item.line_no, item.reason, item.detail))
                     continue
                 if entry.name in out.formats:  # a trace file that could not be converted: its note says why
                     continue
@@ -264,7 +275,9 @@ def read_landing(
     return out
 
 
-def _trace_file(entry: Entry, fh: BinaryIO, config: Config, out: Reading) -> Conversion | None:
+def _trace_file(
+    entry: Entry, fh: BinaryIO, config: Config, out: Reading, partners: dict[str, Partners]
+) -> Conversion | None:
     """The conversion of a trace-format file, as ingest makes it; None for a citegate-log/1 file, or for a trace
     file that cannot be converted (then `out` has a note saying why, and its format as `not read`)."""
     max_inflated = config.ingest.max_decompressed_bytes if entry.compressed else None
@@ -312,7 +325,10 @@ def _trace_file(entry: Entry, fh: BinaryIO, config: Config, out: Reading) -> Con
             f"{entry.name}: a *.json file must be of a trace format, and it is of none; not read (unknown_trace_format)"
         )
         return None
-    conv = convert_lines(adapter, lines, config.adapters.settings())
+    joined = partners.get(adapter.name)
+    conv = convert_lines(
+        adapter, lines, config.adapters.settings(), without(joined, entry.name) if joined is not None else None
+    )
     out.lines += conv.source_lines
     out.formats[entry.name] = adapter.name
     if conv.error is not None:
@@ -559,6 +575,7 @@ def render(report: Report, logs: str | Path, config_name: str, limit: int | None
     ]
     if any(skipped):
         lines.append("  not examined: " + "; ".join(s for s in skipped if s))
+    lines += doctor_rejects(r.reject_rows)  # escaped there
     lines += [f"  note: {safe(n)}" for n in r.notes]
     if not report.fits:
         lines.append("no records to examine")

@@ -40,6 +40,7 @@ from .adapters import (
     Adapter,
     Call,
     LineReject,
+    Partners,
     TraceFileTooLarge,
     convert_lines,
     detect,
@@ -88,6 +89,7 @@ from .records import Reject
 from .text_files import keep_only, remove_files
 from .text_store import sweep, text_dir
 from .timestamps import UTC_TIMESTAMP, utc_now
+from .trace_partners import landing_partners, without
 from .warehouse import run_script, transaction
 
 __all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
@@ -268,6 +270,7 @@ class _Item:
     reject: Reject | None = None
     request_id: str | None = None
     other_lines: tuple[int, ...] = ()  # the other source lines the call's record was read from
+    other_files: tuple[tuple[str, int], ...] = ()  # lines of other files it was read from (an OTel logs file)
 
 
 @dataclass
@@ -404,6 +407,7 @@ class _Run:
         self.nbytes = 0
         self.files: dict[int, _File] = {}  # files whose ledger row goes with the next commit
         self.events: list[tuple[dict | None, dict | None]] = []  # (whole-file reject row, ledger row), either None
+        self.partners: dict[str, Partners] | None = None  # trace files that join across files, read when needed
 
     # -- entries ---------------------------------------------------------------------------------
     def entry(self, entry: Entry) -> None:
@@ -608,7 +612,10 @@ class _Run:
                 },
             )
             return
-        conv = convert_lines(adapter, lines, self.config.adapters.settings())
+        conv = convert_lines(adapter, lines, self.config.adapters.settings(), self._partners(adapter.name, name))
+        if conv.waiting is not None:
+            self._hold(entry, st, retire, known, f"{name}: {conv.waiting}; converted when it settles (or --final)")
+            return
         if conv.error is not None:
             self._trace_failed(entry, st, retire, row, "adapter_failed", f"{name}: {conv.error}; nothing of it read")
             return
@@ -632,6 +639,14 @@ class _Run:
         self.files[id(f)] = f
         self._ledger_row(f)
 
+    def _partners(self, format: str, name: str) -> Partners | None:
+        """The landing folder's other files of a format whose calls take pieces from other files (read once per
+        run, when a file of it is converted)."""
+        if self.partners is None:
+            self.partners = landing_partners(self.root, self.config, final=self.final)
+        found = self.partners.get(format)
+        return without(found, name) if found is not None else None
+
     def _trace_item(self, item: Call | LineReject, source: Line, calls_on_line: int) -> _Item:
         """An item as a batch takes it: a call's record as a line-equivalent, or a reject with what its row keeps:
         the item's own part of the line, never another call's (a whole line only when nothing else is on it)."""
@@ -640,12 +655,14 @@ class _Run:
             if item.reason is None:
                 raw, problem = record_line(item)
                 if raw is not None:
-                    return _Item(Line(item.line_no, raw, source.end, len(raw)), None, item.request_id, lines)
+                    return _Item(
+                        Line(item.line_no, raw, source.end, len(raw)), None, item.request_id, lines, item.files
+                    )
                 reject = Reject(ADAPTER_ERROR, problem or "unconvertible record")
             else:
                 reject = Reject(item.reason or ADAPTER_ERROR, item.detail or "")
             kept = _own_part(item.part, source, calls_on_line)
-            return _Item(kept, reject, item.request_id, lines)
+            return _Item(kept, reject, item.request_id, lines, item.files)
         return _Item(_own_part(item.part, source, 0), Reject(item.reason, item.detail))
 
     def _read_whole(self, entry: Entry, fh: BinaryIO, state: ReadState) -> list[Line]:
@@ -1061,6 +1078,11 @@ class _Run:
             for f, item in lines
             if isinstance(item, _Item) and item.request_id is not None
             for no in item.other_lines
+        ] + [
+            (item.request_id, other, no)
+            for _, item in lines
+            if isinstance(item, _Item) and item.request_id is not None
+            for other, no in item.other_files
         ]
         relations["batch_source_lines"] = pl.DataFrame(read_from, schema=SOURCE_LINES_SCHEMA, orient="row")
         return relations

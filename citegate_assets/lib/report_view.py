@@ -140,6 +140,7 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
         ingest = query(con, "report/ingest_summary").pl()
         provenance = query(con, "report/provenance_by_surface", window).pl()
         rejects = query(con, "report/reject_reasons").pl()
+        [(rejected,)] = query(con, "report/rejects_count", {"file": None, "reason": None}).fetchall()
         support = query(con, "support/verdicts_by_surface", window).pl()
         days = query(con, "report/days").fetchall()
     days_of = "" if plan is None else f", {plan.start} .. {plan.end}"
@@ -156,6 +157,11 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
             "",
             "Rejects by reason",
             text_table(rejects),
+            *(
+                [f"  {rejected:,} rejected: `citegate rejects` lists each (file:line, reason, detail)"]
+                if rejected
+                else []
+            ),
             "",
             f"Support verdicts per surface (judged citations{days_of}; pass = yes and no numeric mismatch)",
             text_table(support),

@@ -44,6 +44,13 @@ sections as (
 ),
 retrieved as (
     select request_id, chunk_id from retrievals where day >= $start and day < $end and hash(request_id) % $buckets = $bucket
+    union
+    -- chunks a trace named with no text (an ids-only retrieval): retrieved all the same, so absent is dropped
+    select request_id, chunk_id from (
+        select request_id, json_extract_string(unnest(json_extract(retrieved_left_out, '$[*]')), '$.chunk_id') as chunk_id
+        from prompts
+        where retrieved_left_out is not null and day >= $start and day < $end and hash(request_id) % $buckets = $bucket
+    ) where chunk_id <> ''
 ),
 located as (
     select

@@ -7,7 +7,8 @@ adapter format: `detect` returns None for it, and such a file is read exactly as
 
 The accounting of a converted file (`Conversion`): every item is a call or a line reject, so
     calls converted = calls ingested + calls rejected (the items fed to ingest),
-and every source line holds calls, holds no call (only spans, or nothing), or is a line reject.
+and every source line holds calls, holds events of calls in another file (an OTel logs file), holds no call (only
+spans, or nothing), or is a line reject.
 """
 
 from __future__ import annotations
@@ -18,7 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..lines import RAW_KEEP_BYTES, Line, ReadState, Stream, open_stream, read_lines
-from .base import ADAPTER_ERROR, LINE_TOO_LONG, Adapter, AdapterSettings, Call, LineReject
+from .base import (
+    ADAPTER_ERROR,
+    LINE_TOO_LONG,
+    Adapter,
+    AdapterSettings,
+    Call,
+    EventsOfOtherFile,
+    LineReject,
+    Partner,
+    Partners,
+    WaitForPartner,
+)
 
 __all__ = [
     "ADAPTER_ERROR",
@@ -28,7 +40,10 @@ __all__ = [
     "AdapterSettings",
     "Call",
     "Conversion",
+    "EventsOfOtherFile",
     "LineReject",
+    "Partner",
+    "Partners",
     "TraceFileTooLarge",
     "adapter",
     "convert_file",
@@ -193,7 +208,10 @@ class Conversion:
     lines_with_calls: int = 0
     lines_without_calls: int = 0  # only spans (retrievers, chains), or nothing at all
     lines_rejected: int = 0  # a LineReject and no call
+    # file name -> lines that hold no call of this file but events of calls in that file (otlp: a logs file)
+    lines_for_others: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    waiting: str | None = None  # the file waits for a partner file still being written: why
 
     @property
     def calls(self) -> int:
@@ -201,16 +219,22 @@ class Conversion:
 
     def describe(self) -> str:
         """One line for the ledger's detail: the source lines and what they held."""
+        others = "".join(f"{n} hold events of calls in {name}, " for name, n in sorted(self.lines_for_others.items()))
         return (
-            f"{self.format}: {self.source_lines} source lines ({self.lines_with_calls} hold calls, "
+            f"{self.format}: {self.source_lines} source lines ({self.lines_with_calls} hold calls, {others}"
             f"{self.lines_without_calls} hold no call, {self.lines_rejected} rejected); {self.calls} calls"
         )
 
 
-def convert_lines(item: Adapter, lines: list[Line], settings: AdapterSettings) -> Conversion:
+def convert_lines(
+    item: Adapter, lines: list[Line], settings: AdapterSettings, partners: Partners | None = None
+) -> Conversion:
     """Convert a whole file's lines (as lib/lines.read_lines gives them). A line over the line bound is a
     line_too_long reject and is not given to the adapter. The adapter's items come back in source-line order
-    (a stable sort: ingest skips the items a file already gave, by count, when it grows)."""
+    (a stable sort: ingest skips the items a file already gave, by count, when it grows).
+
+    partners: the landing folder's other files of the format, for an adapter that joins across files
+    (`convert_joined`); `waiting` then says why the file must wait for one still being written."""
     conv = Conversion(item.name, source_lines=len(lines))
     numbers = {line.no for line in lines}
     own: list[Call | LineReject] = [
@@ -219,11 +243,20 @@ def convert_lines(item: Adapter, lines: list[Line], settings: AdapterSettings) -
         if line.too_long
     ]
     given = [(line.no, line.raw.removeprefix(BOM) if line.no == 1 else line.raw) for line in lines if not line.too_long]
+    joined = getattr(item, "convert_joined", None)
     try:
-        out = list(item.convert(iter(given), settings))
+        if partners is not None and callable(joined):
+            out = list(joined(iter(given), settings, partners))
+        else:
+            out = list(item.convert(iter(given), settings))
+    except WaitForPartner as exc:
+        conv.waiting = str(exc)[:500]
+        return conv
     except Exception as exc:  # noqa: BLE001 — a failing adapter fails the file, loudly, never a part of it
         conv.error = f"the {item.name} adapter failed: {type(exc).__name__}: {exc}"[:500]
         return conv
+    notes = [x for x in out if isinstance(x, EventsOfOtherFile)]
+    out = [x for x in out if not isinstance(x, EventsOfOtherFile)]
     for x in out:
         problem = None
         if not isinstance(x, (Call, LineReject)):
@@ -239,7 +272,13 @@ def convert_lines(item: Adapter, lines: list[Line], settings: AdapterSettings) -
     with_calls = {x.line_no for x in conv.items if isinstance(x, Call)}
     rejected = {x.line_no for x in conv.items if isinstance(x, LineReject)} - with_calls
     conv.lines_with_calls, conv.lines_rejected = len(with_calls), len(rejected)
-    conv.lines_without_calls = conv.source_lines - conv.lines_with_calls - conv.lines_rejected
+    owner: dict[int, str] = {}
+    for note in notes:
+        if note.line_no in numbers and note.line_no not in with_calls and note.line_no not in rejected:
+            owner.setdefault(note.line_no, note.file)
+    for name in owner.values():
+        conv.lines_for_others[name] = conv.lines_for_others.get(name, 0) + 1
+    conv.lines_without_calls = conv.source_lines - conv.lines_with_calls - conv.lines_rejected - len(owner)
     return conv
 
 

@@ -21,10 +21,10 @@ The record:
   visible as `span_truncated`, one it left out as `dropped_before_prompt`); else the citable blocks of the
   request in the order sent, `document` and `search_result` alike, rank = that order (1-based): a search
   result's text is its text blocks, a document's its `source.data` (text source) or its text blocks (content
-  source). With neither (no `retrieved` logged, no citable block) the call is rejected (`retrieval_not_paired`),
-  never given an empty retrieval, as in every trace format. A document whose source is a PDF (base64, url) or a
-  Files API file has no text citegate can read: it is left out of `retrieved` (its rank is skipped), and a
-  citation into it is unverifiable (below);
+  source), a base64 PDF's the text of its pages (lib/pdf_text). With neither (no `retrieved` logged, no citable block)
+  the call is rejected (`retrieval_not_paired`), never given an empty retrieval, as in every trace format. A
+  document whose source is a URL, a Files API file or a PDF that cannot be read has no text citegate can read: it
+  is left out of `retrieved` (its rank is skipped), and a citation into it is unverifiable (below);
 - chunk id of a block: a search result's `source`; a document's `context` when that is a JSON object holding
   the key [adapters].chunk_id_key (where apps put structured metadata), else its `title`, else
   `doc{document_index}`. An id two blocks of the call share is made unique with the block's kind and index
@@ -43,8 +43,11 @@ block is a fragment of a sentence). The location is checked in the body as logge
   joins them with nothing, the decoded prompt with a blank line). A verified multi-block span is written with
   the blank lines the decoded prompt has, so the gate finds it. A search result location's `source` must
   also be that result's `source`;
-- `page_location`: citegate reads no PDF, so the location cannot be checked: recorded as
-  `unverifiable: ...`, which the gate reports as `location_mismatch` (verdict unverifiable), never as a pass;
+- `page_location`: the cited text is on pages `start_page_number` to `end_page_number` (1-based, end exclusive)
+  of the PDF's text as lib/pdf_text reads it (pypdf), whitespace and ligatures aside; the span is then those
+  pages' own text, as the decoded prompt holds it. A PDF that cannot be read (encrypted, broken, over a bound) is
+  `unverifiable: ...` with why, which the gate reports as `location_mismatch` (verdict unverifiable), never as a
+  pass;
 - `web_search_result_location` (a server-side web search result, not in the request) and any type this
   module does not know: `unverifiable: ...` likewise; chunk = the result's `url` / `cited:<type>`.
 With no native citation in the response, the citations are the list at [adapters].citations_path in the
@@ -66,6 +69,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..containers import DocumentBlock, Message, PromptDecodeError, decode_body
+from ..pdf_text import PAGE_SEPARATOR, find_loose
 from .base import (
     EMPTY_LINE,
     INVALID_JSON,
@@ -100,7 +104,8 @@ class CitableBlock:
 
     @property
     def readable(self) -> bool:
-        return self.meta.kind == "search_result" or self.meta.source_type in _READABLE
+        pdf = self.meta.pdf
+        return self.meta.kind == "search_result" or self.meta.source_type in _READABLE or bool(pdf and pdf.pages)
 
 
 class AnthropicAdapter:
@@ -356,10 +361,8 @@ def _check(
                     cited,
                     f"page_location into document {index}, whose source is {doc.meta.source_type!r}, not a PDF",
                 )
-            what = doc.meta.source_type or "unknown"
-            pages = f"page {first}" if last - first <= 1 else f"pages {first}-{last - 1}"  # end_page_number: exclusive
-            detail = f"{UNVERIFIABLE}{pages} of document {index}, a {what!r} source whose text citegate cannot read"
-            return doc.chunk_id, cited, detail
+            span, mismatch = _check_pages(doc, first, last, cited)
+            return doc.chunk_id, span, mismatch
         span, mismatch = _check_blocks(doc, cit, cited, where, f"document {index}")
         return doc.chunk_id, span, mismatch
     if kind == "search_result_location":
@@ -386,6 +389,35 @@ def _check(
         return chunk, cited, f"{UNVERIFIABLE}a server-side web search result: its text is not in the request"
     name = kind if isinstance(kind, str) else _kind(kind)
     return f"cited:{name[:40]}", cited, f"{UNVERIFIABLE}citation type {name[:40]!r} is not one citegate knows"
+
+
+def _check_pages(doc: CitableBlock, first: int, last: int, cited: str) -> tuple[str, str | None]:
+    """(span, location_mismatch) of a page_location: the cited text must be on pages [first, last) (1-based, end
+    exclusive) of the PDF as pypdf reads it, whitespace and ligatures aside; the span is then the pages' own text
+    there, as the prompt holds it."""
+    index = doc.meta.index
+    last = first + 1 if last == first else last  # one page named twice (an inclusive end) is that page
+    pages = f"page {first}" if last - first <= 1 else f"pages {first}-{last - 1}"
+    pdf = doc.meta.pdf
+    if pdf is None or pdf.pages is None:
+        what = doc.meta.source_type or "unknown"
+        why = f"a PDF citegate cannot read: {pdf.why}" if pdf is not None and pdf.why else ""
+        return cited, f"{UNVERIFIABLE}{pages} of document {index}, " + (
+            why or f"a {what!r} source whose text citegate cannot read"
+        )
+    count = len(pdf.pages)
+    if not 1 <= first < last <= count + 1:
+        return cited, f"{pages} of document {index}: outside its {count} pages as logged"
+    text, starts = pdf.text, pdf.page_starts()
+    end = starts[last - 1] - len(PAGE_SEPARATOR) if last - 1 < count else len(text)
+    found = find_loose(text, cited, starts[first - 1], end)
+    if found is not None:
+        return text[found[0] : found[1]], None
+    elsewhere = find_loose(text, cited)
+    if elsewhere is None:
+        return cited, f"{pages} of document {index}: expected {_q(cited)}, which is not in the PDF's text"
+    page = sum(1 for at in starts if at <= elsewhere[0])
+    return cited, f"{pages} of document {index}: expected {_q(cited)}, which is on page {page}"
 
 
 def _check_chars(doc: CitableBlock, cit: dict, cited: str, where: str) -> str | None:

@@ -70,6 +70,39 @@ class Call:
     detail: str | None = None
     part: str | None = None
     lines: tuple[int, ...] = ()
+    files: tuple[tuple[str, int], ...] = ()  # lines of other files of the landing folder it was read from
+
+
+@dataclass(frozen=True)
+class EventsOfOtherFile:
+    """A source line that holds no call of its own file but pieces (OTel log-record events) of calls in another
+    file of the landing folder: accounted as such, never as a line that holds nothing."""
+
+    line_no: int
+    file: str
+
+
+@dataclass(frozen=True)
+class Partner:
+    """Another file of the landing folder in the same format, as a joining adapter reads it (`partner`)."""
+
+    name: str
+    written_at: int | None  # its last change (ns since the epoch) while it is still being written; None: settled
+    content: object  # what the adapter's `partner(lines)` made of it
+
+
+@dataclass(frozen=True)
+class Partners:
+    """The landing folder's other files of a format, for an adapter that joins pieces across files
+    (`convert_joined`), and the settle time that tells when a file still being written may still bring one."""
+
+    files: tuple[Partner, ...] = ()
+    settle_ns: int = 0
+
+
+class WaitForPartner(Exception):
+    """A call's pieces may still arrive in a partner file still being written: the file waits (the message says
+    which call and which file)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +127,11 @@ class Adapter(Protocol):
     `detect_head(head)` both say yes; head is the file's first HEAD_BYTES (64 KiB) with any BOM removed. For a
     format whose first line alone can be ambiguous (a pretty-printed JSON document whose first line is `{`). An
     adapter without it is judged by its first line alone.
+
+    Optional, for a format whose calls may take pieces from other files (otlp: log-record events written to a
+    logs file of their own): `partner(self, lines) -> object`, what one file offers the others, and
+    `convert_joined(self, lines, settings, partners: Partners) -> Iterator[Call | LineReject | EventsOfOtherFile]`,
+    convert with those pieces; it raises WaitForPartner while a call's pieces may still be written.
 
     Both detectors and convert may raise: a detector that raises says no; a convert that raises fails the whole
     file (nothing of it is taken, the ledger says why), so the built-in adapters turn whatever goes wrong with one

@@ -27,13 +27,15 @@ Pairing (`paired_retrievers`, the rule shared by every trace format: lib/adapter
 retrieved chunks come from the RETRIEVER observations of the same trace in the same file that ended (endTime) at or
 before the generation started, nearest common ancestor first (a sibling under the generation's parent before one
 under its grandparent; one with no common ancestor in the file last), then the one that ended last first. Every such
-retriever is used, in that order, its documents in their own order; rank = position (1-based). Chunk id = the
-document's `id`, else metadata[chunk_id_key]; text = `page_content`. Limits: a trace split over two files (API
-pages, export windows) is paired per file; a retriever still running when the call started (parallel retrieval) does
-not count; a trace of several turns gives a later turn the earlier turns' chunks too, after its own (a chunk cited
-from those is `dropped_before_prompt`, not `fabricated_id`); a generation with no finished retriever is rejected
-(`retrieval_not_paired`), never given an empty retrieval; a chunk id returned twice with the same text is kept once,
-with different texts the call is `duplicate_chunk_id` (ingest).
+retriever is used, in that order, its documents in their own order; rank = position (1-based). Chunk id =
+metadata[chunk_id_key] when the document has it (a vector store gives `id` a UUID of its own; the prompt shows the
+application's id), else its `id`; the other id is kept as `doc_id` (traces.ChunkIdentity); text =
+`page_content`. Limits: a trace split over two files (API pages, export windows) is paired per file; a retriever
+still running when the call started (parallel retrieval) does not count; a trace of several turns gives a later turn
+the earlier turns' chunks too, after its own (a chunk cited from those is `dropped_before_prompt`, not
+`fabricated_id`); a generation with no finished retriever is rejected (`retrieval_not_paired`), never given an empty
+retrieval; a chunk id returned twice with the same text is kept once, with different texts the call is
+`duplicate_chunk_id` (ingest).
 
 What cannot be recovered is a reject (base.py): content_not_captured (no input or output), content_redacted (a field
 or message that is exactly the SDK's mask fallback `<fully masked due to failed mask function>`, written when the
@@ -71,7 +73,7 @@ from .base import (
     Call,
     LineReject,
 )
-from .traces import LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
+from .traces import LLM, OTHER, RETRIEVER, ChunkIdentity, RecordBudget, Span, SpanTree, bounded_chunks, part_text
 
 NAME = "langfuse"
 MASK_FALLBACK = "<fully masked due to failed mask function>"  # langfuse/_client/constants.py MASK_FALLBACK_VALUE
@@ -332,7 +334,7 @@ class _Pairing:
         self.by_key: dict[tuple[str, str], Observation] = {}
         for o in observations:
             self.by_key.setdefault((o.trace_id, o.id), o)  # the first of a repeated id, as SpanTree keeps it
-        self.documents: dict[tuple[str, str], list[tuple[str, str]] | _Bad] = {}
+        self.documents: dict[tuple[str, str], list[Document] | _Bad] = {}
         self.unpairable: dict[str, str] = {}
 
     def paired(self, gen: Observation) -> tuple[list[Observation], int]:
@@ -342,7 +344,7 @@ class _Pairing:
     def retrievers(self, gen: Observation) -> list[Observation]:
         return self.paired(gen)[0]
 
-    def docs(self, r: Observation, chunk_id_key: str) -> list[tuple[str, str]]:
+    def docs(self, r: Observation, chunk_id_key: str) -> list[Document]:
         key = (r.trace_id, r.id)
         if key not in self.documents:
             try:
@@ -395,7 +397,7 @@ def _record(
     if not retrievers:
         raise _Bad(RETRIEVAL_NOT_PAIRED, f"no RETRIEVER of trace {gen.trace_id} ended before generation {gen.id}")
     left_out: list[dict] = []
-    retrieved = _retrieved(retrievers, settings.chunk_id_key, pairing, beyond, left_out)
+    retrieved = _retrieved(retrievers, settings.chunk_id_key, pairing, beyond, left_out, prompt)
     answer = _answer(gen.output, f"generation {gen.id} output")
     record: dict[str, Any] = {
         "request_id": gen.id,
@@ -472,22 +474,42 @@ def _prompt(value: Any, what: str) -> tuple[str, str]:
 
 
 def _retrieved(
-    retrievers: list[Observation], chunk_id_key: str, pairing: _Pairing, beyond: int, left_out: list[dict]
+    retrievers: list[Observation],
+    chunk_id_key: str,
+    pairing: _Pairing,
+    beyond: int,
+    left_out: list[dict],
+    prompt: str,
 ) -> list[dict]:
-    chunks: list[tuple[str, str]] = []
+    chunks: list[tuple[str, tuple[str, str | None]]] = []
     seen: set[tuple[str, str]] = set()
     for r in retrievers:
-        for chunk_id, text in pairing.docs(r, chunk_id_key):
-            if (chunk_id, text) in seen:  # the same chunk from two retrievers of the group: once
+        for doc in pairing.docs(r, chunk_id_key):
+            chunk_id, store_id = doc.identity.resolve(prompt)
+            if (chunk_id, doc.text) in seen:  # the same chunk from two retrievers of the group: once
                 continue
-            seen.add((chunk_id, text))
-            chunks.append((chunk_id, text))
+            seen.add((chunk_id, doc.text))
+            chunks.append((chunk_id, (doc.text, store_id)))
     kept = bounded_chunks(chunks, beyond, left_out)
-    return [{"chunk_id": chunk_id, "rank": i, "text": text} for i, (chunk_id, text) in enumerate(kept, 1)]
+    out = []
+    for i, (chunk_id, (text, store_id)) in enumerate(kept, 1):
+        entry: dict[str, Any] = {"chunk_id": chunk_id, "rank": i, "text": text}
+        if store_id is not None:
+            entry["doc_id"] = store_id
+        out.append(entry)
+    return out
 
 
-def _documents(r: Observation, chunk_id_key: str) -> list[tuple[str, str]]:
-    """A retriever's documents (chunk id, text), in order."""
+@dataclass(frozen=True)
+class Document:
+    """A retriever document: its ids (chunked per call, by what the prompt shows) and its text."""
+
+    identity: ChunkIdentity
+    text: str
+
+
+def _documents(r: Observation, chunk_id_key: str) -> list[Document]:
+    """A retriever's documents, in order."""
     docs = _parse(r.output, f"retriever {r.id} output")
     if not isinstance(docs, list):
         raise _Bad(NOT_OF_FORMAT, f"retriever {r.id} output is not a list of documents")
@@ -499,23 +521,12 @@ def _documents(r: Observation, chunk_id_key: str) -> list[tuple[str, str]]:
         text = doc["page_content"]
         if text.strip() in REDACTION_MARKERS:
             raise _Bad(CONTENT_REDACTED, f"{where}.page_content is the redaction marker {text.strip()!r}")
-        chunk_id = _chunk_id(doc, chunk_id_key)
-        if chunk_id is None:
+        metadata = doc.get("metadata")
+        identity = ChunkIdentity.of(doc.get("id"), metadata.get(chunk_id_key) if isinstance(metadata, dict) else None)
+        if identity is None:
             raise _Bad(NOT_OF_FORMAT, f"{where} has no 'id' and no metadata '{chunk_id_key}'")
-        out.append((chunk_id, text))
+        out.append(Document(identity, text))
     return out
-
-
-def _chunk_id(doc: dict, key: str) -> str | None:
-    for value in (
-        doc.get("id"),
-        (doc.get("metadata") or {}).get(key) if isinstance(doc.get("metadata"), dict) else None,
-    ):
-        if isinstance(value, str) and value.strip():
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return None
 
 
 def _answer(value: Any, what: str) -> str:

@@ -34,8 +34,9 @@ wraps another LLM span (see `model_calls`):
   in the answer's JSON; when there is none, the raw text, which ingest puts in answer_rejects.
 - surface: AdapterSettings.surface_key as a span attribute or a `metadata` key, on the LLM span or else its
   nearest ancestor span that has one; else AdapterSettings.default_surface.
-- retrieved: see `pair_retrievers`. Chunk id = `document.id`, else metadata[AdapterSettings.chunk_id_key]
-  (LangChain's instrumentor emits no document.id); text = `document.content`; rank = position, 1-based, across
+- retrieved: see `pair_retrievers`. Chunk id = metadata[AdapterSettings.chunk_id_key] when the document has it,
+  else `document.id` (traces.ChunkIdentity; the other id is kept as `doc_id`; LangChain's instrumentor emits no
+  document.id); text = `document.content`; rank = position, 1-based, across
   the paired spans in order. With no retriever paired, an Anthropic request's citable blocks are the retrieved
   chunks (as lib/adapters/anthropic.py takes them), whether its answer cites them natively or in JSON; with
   neither, the call is rejected (`retrieval_not_paired`), never given an empty retrieval (each of its citations
@@ -263,7 +264,7 @@ class _Trace:
         self.nodes: dict[tuple[str, str], traces.Span] = {}
         self.bad_retriever: dict[str, Span] = {}  # trace -> its first RETRIEVER span whose end_time is unusable
         self.unpairable: dict[str, str] = {}  # trace -> why: a line of it is no readable span
-        self.documents: dict[tuple[str, str], list[tuple[str, str]] | _Reject] = {}
+        self.documents: dict[tuple[str, str], list[tuple[traces.ChunkIdentity, str]] | _Reject] = {}
         for s in spans:
             if s.kind == "RETRIEVER":
                 self.retrievers.setdefault(s.trace_id, []).append(s)
@@ -347,17 +348,18 @@ def _paired(trace: _Trace, call: Span) -> traces.Paired:
     return trace.tree.paired(trace.nodes[(call.trace_id, call.span_id)])
 
 
-def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[str, str]]:
+def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[traces.ChunkIdentity, str]]:
     prefix = "retrieval.documents."
     indexes = sorted({int(k[len(prefix) :].split(".", 1)[0]) for k in retriever.attrs if _doc_key(k, prefix)})
     out = []
     for i in indexes:
         base = f"{prefix}{i}.document"
         where = f"retriever span {retriever.span_id} (line {retriever.line_no}) document {i}"
-        chunk_id = _id_str(retriever.attrs.get(f"{base}.id"))
-        if chunk_id is None:
-            chunk_id = _id_str(_meta_get(retriever.attrs, f"{base}.metadata", settings.chunk_id_key, where))
-        if chunk_id is None:
+        identity = traces.ChunkIdentity.of(
+            _id_str(retriever.attrs.get(f"{base}.id")),
+            _id_str(_meta_get(retriever.attrs, f"{base}.metadata", settings.chunk_id_key, where)),
+        )
+        if identity is None:
             raise _Reject(
                 INVALID_RETRIEVED,
                 f"{where}: no document.id and no metadata key {settings.chunk_id_key!r} ([adapters] chunk_id_key)",
@@ -369,7 +371,7 @@ def _documents(retriever: Span, settings: AdapterSettings) -> list[tuple[str, st
             )
         if not isinstance(text, str):
             raise _Reject(CONTENT_NOT_CAPTURED, f"{where}: no document.content")
-        out.append((chunk_id.strip(), text))
+        out.append((identity, text))
     return out
 
 
@@ -378,7 +380,7 @@ def _doc_key(key: str, prefix: str) -> bool:
 
 
 def _retrieved(
-    trace: _Trace, call: Span, settings: AdapterSettings, paired: traces.Paired, left_out: list[dict]
+    trace: _Trace, call: Span, settings: AdapterSettings, paired: traces.Paired, left_out: list[dict], prompt: str
 ) -> list[dict] | None:
     """The chunks of the paired RETRIEVER spans in rank order (bounded: lib/adapters/traces.py); None when no
     RETRIEVER span is paired."""
@@ -386,8 +388,12 @@ def _retrieved(
         return None
     seen: dict[str, str] = {}
     chunks: list[tuple[str, str]] = []
+    store_ids: dict[str, str] = {}
     for node in paired.spans:
-        for chunk_id, text in _documents_once(trace, trace.by_id[(node.trace_id, node.span_id)], settings):
+        for identity, text in _documents_once(trace, trace.by_id[(node.trace_id, node.span_id)], settings):
+            chunk_id, store_id = identity.resolve(prompt)
+            if store_id is not None:
+                store_ids.setdefault(chunk_id, store_id)
             if chunk_id in seen:
                 if seen[chunk_id] != text:
                     raise _Reject(
@@ -398,10 +404,18 @@ def _retrieved(
             seen[chunk_id] = text
             chunks.append((chunk_id, text))
     kept = traces.bounded_chunks(chunks, paired.left_out, left_out)
-    return [{"chunk_id": chunk_id, "rank": i, "text": text} for i, (chunk_id, text) in enumerate(kept, 1)]
+    out: list[dict] = []
+    for i, (chunk_id, text) in enumerate(kept, 1):
+        entry = {"chunk_id": chunk_id, "rank": i, "text": text}
+        if chunk_id in store_ids:
+            entry["doc_id"] = store_ids[chunk_id]
+        out.append(entry)
+    return out
 
 
-def _documents_once(trace: _Trace, retriever: Span, settings: AdapterSettings) -> list[tuple[str, str]]:
+def _documents_once(
+    trace: _Trace, retriever: Span, settings: AdapterSettings
+) -> list[tuple[traces.ChunkIdentity, str]]:
     """A retriever's documents, read once for all the calls it feeds (a reject is remembered as well)."""
     key = (retriever.trace_id, retriever.span_id)
     if key not in trace.documents:
@@ -647,7 +661,7 @@ def _record(trace: _Trace, span: Span, settings: AdapterSettings, paired: traces
     native, citations, blocks = _native_citations(span, output, prompt, body, settings)
     answer = native if citations else _answer(span, output)
     left_out: list[dict] = []
-    retrieved = _retrieved(trace, span, settings, paired, left_out)
+    retrieved = _retrieved(trace, span, settings, paired, left_out, prompt)
     if retrieved is None and not blocks and body is not None:  # the request's own documents, cited or not
         blocks = _request_blocks(span, prompt, settings)
     if not retrieved and blocks:  # no retriever span paired: the request's citable blocks, in the order sent

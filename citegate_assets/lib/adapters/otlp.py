@@ -18,14 +18,16 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
   `{id, score, ...}` (the convention requires only id and score). Text, when a producer adds it, is read from
   `content` (the conventions' name for text in message parts), else `text`; metadata from `metadata`.
 - Pairing: lib/adapters/traces.py (same trace, ended before the call started, nearest ancestor first, then
-  nearest in time, within its bounds); ranks follow that order. Chunk id = the document's `id`, else
-  `metadata[chunk_id_key]`. A retriever's documents are read once, whatever the number of calls it feeds.
+  nearest in time, within its bounds); ranks follow that order. Chunk id = `metadata[chunk_id_key]` when the
+  document has it, else its `id` (traces.ChunkIdentity: the other id is kept as `doc_id`). A retriever's
+  documents are read once, whatever the number of calls it feeds.
   A call with no retrieval span paired is rejected (`retrieval_not_paired`), never given an empty retrieval
   (each of its citations would be a false fabricated_id); a paired retrieval span that failed (status ERROR)
   counts as paired and adds no document.
 - request_id = `<traceId>/<spanId>` (a span id is only unique within its trace); logged_at = the span's start
   (RFC 3339 UTC, microseconds); answer_model = `gen_ai.response.model`, else `gen_ai.request.model`; surface =
-  the span attribute `surface_key`, else that resource attribute, else resource `service.name` unless it is the
+  the span attribute `surface_key`, else that of its nearest ancestor span that has it (at most
+  MAX_ANCESTOR_STEPS up), else that resource attribute, else resource `service.name` unless it is the
   SDK default (`unknown_service`, `unknown_service:<process>`), else `default_surface`.
 - prompt: the captured messages are not the bytes sent, so an OpenAI-chat-shaped body is rebuilt
   (`{"model", "messages": [{role, content}]}`, system instructions first, text parts → content) with
@@ -67,9 +69,23 @@ from .base import (
     RETRIEVAL_NOT_PAIRED,
     AdapterSettings,
     Call,
+    EventsOfOtherFile,
     LineReject,
+    Partners,
+    WaitForPartner,
 )
-from .traces import LLM, OTHER, RETRIEVER, RecordBudget, Span, SpanTree, bounded_chunks, part_text
+from .traces import (
+    LLM,
+    MAX_ANCESTOR_STEPS,
+    OTHER,
+    RETRIEVER,
+    ChunkIdentity,
+    RecordBudget,
+    Span,
+    SpanTree,
+    bounded_chunks,
+    part_text,
+)
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 RETRIEVAL_OPERATION = "retrieval"
@@ -139,6 +155,22 @@ class _Event:
     time: int
     order: int
     line_no: int
+    file: str | None = None  # another file of the landing folder (a logs file of its own); None: the call's file
+
+    def same(self) -> tuple:
+        """What tells one event from another: the same record read from two copies of a file is one event."""
+        return (self.name, self.time, json.dumps(self.body, sort_keys=True, default=repr))
+
+
+@dataclass
+class OtlpPartner:
+    """What one otlp file offers the others of the landing folder: the GenAI events its log records carry, by
+    (traceId, spanId), and its own inference spans (so a logs file can say whose events its lines hold)."""
+
+    events: dict[tuple[str, str], list[_Event]]
+    broken_events: dict[tuple[str, str], str]
+    calls: frozenset[tuple[str, str]]
+    holds_logs: bool
 
 
 @dataclass
@@ -163,6 +195,7 @@ class _File:
     broken_spans: list[_BrokenSpan] = field(default_factory=list)
     line_rejects: list[LineReject] = field(default_factory=list)
     source_bytes: int = 0
+    holds_logs: bool = False  # a line of log records (an ExportLogsServiceRequest)
 
 
 class OtlpAdapter:
@@ -179,14 +212,58 @@ class OtlpAdapter:
 
     def convert(self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings) -> Iterator[Call | LineReject]:
         """Reads the whole file first (pairing needs every span of a trace), then yields in source order."""
-        f = _File()
-        order = 0
-        for line_no, raw in lines:
-            f.source_bytes += len(raw)
-            order = _read_line(f, line_no, raw, order)
+        for item in self.convert_joined(lines, settings, Partners()):
+            if not isinstance(item, EventsOfOtherFile):
+                yield item
+
+    def partner(self, lines: Iterable[tuple[int, bytes]]) -> OtlpPartner:
+        """The file's GenAI events and inference span ids, for the other files of the landing folder."""
+        f = _read_file(lines)
+        return OtlpPartner(
+            f.events,
+            f.broken_events,
+            frozenset((r.span.trace_id, r.span.span_id) for r in f.spans if r.span.kind == LLM),
+            f.holds_logs,
+        )
+
+    def convert_joined(
+        self, lines: Iterable[tuple[int, bytes]], settings: AdapterSettings, partners: Partners
+    ) -> Iterator[Call | LineReject | EventsOfOtherFile]:
+        """As convert, each call also taking the events of its span that other files of the landing folder hold
+        (the file-exporter layout: spans and log records in files of their own); raises WaitForPartner while a
+        call with no message content yet may still get its events from a file still being written."""
+        f = _read_file(lines)
+        calls = {(r.span.trace_id, r.span.span_id) for r in f.spans if r.span.kind == LLM}
+        others = [(p.name, p.written_at, p.content) for p in partners.files if isinstance(p.content, OtlpPartner)]
+        for name, _, other in others:
+            _join_events(f, calls, name, other)
+        still_written = [(name, at) for name, at, other in others if other.holds_logs and at is not None]
+        if still_written:
+            for row in f.spans:
+                if row.span.kind != LLM or _has_content(row, f.events.get((row.span.trace_id, row.span.span_id), [])):
+                    continue
+                ended = row.span.end or row.span.start
+                for name, at in still_written:
+                    if at < ended + partners.settle_ns:
+                        raise WaitForPartner(
+                            f"call {row.span.trace_id}/{row.span.span_id} has no message content yet, and {name}, "
+                            "a file of log records still being written, may still bring its events"
+                        )
+        out: list[tuple[int, int, Call | LineReject | EventsOfOtherFile]] = []
+        for key, events in f.events.items():
+            if key in calls:
+                continue
+            owner = next((name for name, _, other in others if key in other.calls), None)
+            if owner is not None:
+                out.extend((e.line_no, e.order, EventsOfOtherFile(e.line_no, owner)) for e in events if e.file is None)
+        yield from self._convert(f, settings, out)
+
+    def _convert(
+        self, f: _File, settings: AdapterSettings, out: list[tuple[int, int, Call | LineReject | EventsOfOtherFile]]
+    ) -> Iterator[Call | LineReject | EventsOfOtherFile]:
         tree = SpanTree(row.span for row in f.spans)
         conv = _Conversion(f, tree, settings)
-        out: list[tuple[int, int, Call | LineReject]] = [(r.line_no, -1, r) for r in f.line_rejects]
+        out.extend((r.line_no, -1, r) for r in f.line_rejects)
         for b in f.broken_spans:
             if b.is_call and b.trace_id and b.span_id:
                 rid = f"{b.trace_id}/{b.span_id}"
@@ -199,6 +276,36 @@ class OtlpAdapter:
         out.sort(key=lambda t: (t[0], t[1]))
         for _, _, item in out:
             yield item
+
+
+def _read_file(lines: Iterable[tuple[int, bytes]]) -> _File:
+    f = _File()
+    order = 0
+    for line_no, raw in lines:
+        f.source_bytes += len(raw)
+        order = _read_line(f, line_no, raw, order)
+    return f
+
+
+def _join_events(f: _File, calls: set[tuple[str, str]], name: str, other: OtlpPartner) -> None:
+    """The events (and unreadable events) another file holds for this file's calls, each once."""
+    for key in calls & other.events.keys():
+        mine = f.events.setdefault(key, [])
+        seen = {e.same() for e in mine}
+        for e in other.events[key]:
+            if e.same() not in seen:
+                seen.add(e.same())
+                mine.append(_Event(e.name, e.body, e.time, e.order, e.line_no, name))
+    for key in calls & other.broken_events.keys():
+        f.broken_events.setdefault(key, f"{name}: {other.broken_events[key]}")
+
+
+def _has_content(row: _SpanRow, events: list[_Event]) -> bool:
+    """The call's content is all there: on its span, or in events up to the last one a call gives (its choice, or
+    the one event that holds everything)."""
+    if any(k in row.attributes for k in (INPUT_MESSAGES, SYSTEM_INSTRUCTIONS)):
+        return True
+    return any(e.name in (CHOICE_EVENT, DETAILS_EVENT) for e in events)
 
 
 # --- reading lines ---------------------------------------------------------------------------------------------
@@ -233,6 +340,8 @@ def _read_line(f: _File, line_no: int, raw: bytes, order: int) -> int:
         ("resourceSpans", "scopeSpans", "spans"),
         ("resourceLogs", "scopeLogs", "logRecords"),
     ):
+        if top == "resourceLogs" and top in obj:
+            f.holds_logs = True
         for where, value, resource in _items(f, line_no, obj, top, scopes_key, items_key):
             order += 1
             if top == "resourceSpans":
@@ -541,8 +650,11 @@ class _Conversion:
         self.f = f
         self.tree = tree
         self.settings = settings
-        self.retrievers = {(r.span.trace_id, r.span.span_id): r for r in f.spans if r.span.kind == RETRIEVER}
-        self.documents: dict[tuple[str, str], list[tuple[str, str | None]] | _Unusable] = {}
+        self.rows: dict[tuple[str, str], _SpanRow] = {}
+        for r in f.spans:
+            self.rows.setdefault((r.span.trace_id, r.span.span_id), r)
+        self.retrievers = {key: r for key, r in self.rows.items() if r.span.kind == RETRIEVER}
+        self.documents: dict[tuple[str, str], list[tuple[ChunkIdentity, str | None]] | _Unusable] = {}
         self.budget = RecordBudget(f.source_bytes)
         self.unpairable: dict[str, str] = {}  # trace -> why: a span of it (not a model call) could not be read
         for b in f.broken_spans:
@@ -564,7 +676,13 @@ class _Conversion:
         except Exception as exc:  # noqa: BLE001 — a shape this adapter did not expect: this call's reject only
             reason, detail = NOT_OF_FORMAT, f"span {row.span.span_id}: cannot be read: {type(exc).__name__}: {exc}"
         else:
-            return Call(row.line_no, request_id, record, lines=_other_lines(row, events, paired))
+            return Call(
+                row.line_no,
+                request_id,
+                record,
+                lines=_other_lines(row, events, paired),
+                files=_other_files(events),
+            )
         return Call(
             row.line_no,
             request_id,
@@ -573,6 +691,7 @@ class _Conversion:
             f"line {row.line_no}: {detail}"[:500],
             part=_part(row, events, paired),
             lines=_other_lines(row, events, paired),
+            files=_other_files(events),
         )
 
     def _record(self, row: _SpanRow, events: list[_Event], request_id: str) -> tuple[dict, list[_SpanRow]]:
@@ -622,7 +741,7 @@ class _Conversion:
         record: dict[str, Any] = {
             "request_id": request_id,
             "logged_at": _rfc3339(row.span.start),
-            "surface": _surface(row, self.settings),
+            "surface": _surface(row, self._ancestors(row), self.settings),
             "answer_model": model,
             "prompt": json.dumps(body, ensure_ascii=False),
             "prompt_encoding": "json",
@@ -634,6 +753,17 @@ class _Conversion:
         if left_out:
             record["retrieved_left_out"] = left_out
         return record, rows
+
+    def _ancestors(self, row: _SpanRow) -> Iterator[_SpanRow]:
+        """The span's ancestors in the file, nearest first, at most MAX_ANCESTOR_STEPS of them."""
+        node = row.span
+        for _ in range(MAX_ANCESTOR_STEPS):
+            parent = self.tree.parent(node.trace_id, node.span_id)
+            up = self.rows.get((node.trace_id, parent)) if parent is not None else None
+            if up is None:
+                return
+            yield up
+            node = up.span
 
     def _retrieved(
         self, row: _SpanRow, paired: list[_SpanRow], beyond: int, texts: list[str]
@@ -647,17 +777,22 @@ class _Conversion:
                 f"span {row.span.span_id}: no retrieval span of trace {row.span.trace_id} ended before the call "
                 "started",
             )
-        docs: list[tuple[str, str | None]] = []
+        docs: list[tuple[ChunkIdentity, str | None]] = []
         for r in paired:
             if r.status_code == STATUS_ERROR:
                 continue  # a failed retrieval returned nothing
             docs.extend(self._documents(r))
+        prompt = "\n".join(texts)
         seen: set[str] = set()
         firsts = []
-        for chunk_id, text in docs:
+        store_ids: dict[str, str] = {}
+        for identity, text in docs:
+            chunk_id, store_id = identity.resolve(prompt)
             if chunk_id not in seen:  # the same chunk from two retrievers: its first (best) rank
                 seen.add(chunk_id)
                 firsts.append((chunk_id, text))
+                if store_id is not None:
+                    store_ids[chunk_id] = store_id
         left_out: list[dict] = []
         unique = bounded_chunks(firsts, beyond, left_out)
         all_ids = [c for c, _ in unique]
@@ -665,19 +800,21 @@ class _Conversion:
         from_prompt = _texts_from_prompt(texts, missing, all_ids) if missing else {}
         retrieved: list[dict] = []
         for chunk_id, text in unique:
+            entry: dict[str, Any]
             if text is not None:
-                retrieved.append({"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text})
-                continue
-            found, why = from_prompt[chunk_id]
-            if found is None:
-                left_out.append({"chunk_id": chunk_id, "why": why})
+                entry = {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": text}
             else:
-                retrieved.append(
-                    {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"}
-                )
+                found, why = from_prompt[chunk_id]
+                if found is None:
+                    left_out.append({"chunk_id": chunk_id, "why": why})
+                    continue
+                entry = {"chunk_id": chunk_id, "rank": len(retrieved) + 1, "text": found, "text_source": "prompt"}
+            if chunk_id in store_ids:
+                entry["doc_id"] = store_ids[chunk_id]
+            retrieved.append(entry)
         return retrieved, left_out
 
-    def _documents(self, r: _SpanRow) -> list[tuple[str, str | None]]:
+    def _documents(self, r: _SpanRow) -> list[tuple[ChunkIdentity, str | None]]:
         key = (r.span.trace_id, r.span.span_id)
         if key not in self.documents:
             try:
@@ -695,7 +832,12 @@ class _Conversion:
 
 def _other_lines(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> tuple[int, ...]:
     """The source lines besides the call's own that its record was read from: its events and paired retrievers."""
-    return tuple(sorted({e.line_no for e in events} | {r.line_no for r in paired} - {row.line_no}))
+    return tuple(sorted({e.line_no for e in events if e.file is None} | {r.line_no for r in paired} - {row.line_no}))
+
+
+def _other_files(events: list[_Event]) -> tuple[tuple[str, int], ...]:
+    """The lines of other files (a logs file of their own) the call's events were read from."""
+    return tuple(sorted({(e.file, e.line_no) for e in events if e.file is not None}))
 
 
 def _part(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> str:
@@ -715,7 +857,14 @@ def _part(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> str:
                 "attributes": row.attributes,
             },
             "events": [
-                {"line": e.line_no, "name": e.name, "timeUnixNano": str(e.time), "body": e.body} for e in events
+                {
+                    **({"file": e.file} if e.file is not None else {}),
+                    "line": e.line_no,
+                    "name": e.name,
+                    "timeUnixNano": str(e.time),
+                    "body": e.body,
+                }
+                for e in events
             ],
             "retrievers": [{"spanId": r.span.span_id, "line": r.line_no} for r in paired],
         }
@@ -830,14 +979,19 @@ def _message_texts(m: dict) -> list[str]:
     return []
 
 
-def _surface(row: _SpanRow, settings: AdapterSettings) -> str:
+def _surface(row: _SpanRow, ancestors: Iterable[_SpanRow], settings: AdapterSettings) -> str:
+    """The span's own `surface_key` attribute, else the nearest ancestor span's that has one (an app sets it on
+    the request's root span), else the resource's, else a service.name of the app's, else default_surface."""
     where = f"span {row.span.span_id}"
-    for source in (row.attributes, row.resource):
-        if isinstance(source, _Broken):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({source.why}): no surface")
-        value = _get(source, settings.surface_key, where)
+    for span in (row, *ancestors):
+        value = _get(span.attributes, settings.surface_key, f"span {span.span.span_id}")
         if isinstance(value, str) and value.strip():
             return value
+    if isinstance(row.resource, _Broken):
+        raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({row.resource.why}): no surface")
+    value = _get(row.resource, settings.surface_key, where)
+    if isinstance(value, str) and value.strip():
+        return value
     service = _get(row.resource, "service.name", where) if isinstance(row.resource, dict) else None
     if isinstance(service, str) and service.strip() and not service.startswith("unknown_service"):
         return service
@@ -870,7 +1024,7 @@ def _citations(answer: str | None, path: str) -> Any:
 # --- retrieved chunks -----------------------------------------------------------------------------------------
 
 
-def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | None]]:
+def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[ChunkIdentity, str | None]]:
     where = f"retrieval span {r.span.span_id}"
     _check_redaction(r.attributes, where, frozenset({RETRIEVAL_DOCUMENTS}))
     if RETRIEVAL_DOCUMENTS not in r.attributes:
@@ -880,15 +1034,15 @@ def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | 
     docs = _parse_content(r.attributes[RETRIEVAL_DOCUMENTS], RETRIEVAL_DOCUMENTS, where)
     if not isinstance(docs, list):
         raise _Unusable(NOT_OF_FORMAT, f"{where}: {RETRIEVAL_DOCUMENTS} is not a list")
-    out: list[tuple[str, str | None]] = []
+    out: list[tuple[ChunkIdentity, str | None]] = []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
             raise _Unusable(NOT_OF_FORMAT, f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] is not an object")
         metadata = d.get("metadata")
-        chunk_id = d.get("id")
-        if not (isinstance(chunk_id, str) and chunk_id.strip()) and isinstance(metadata, dict):
-            chunk_id = metadata.get(settings.chunk_id_key)
-        if not isinstance(chunk_id, str) or not chunk_id.strip():
+        identity = ChunkIdentity.of(
+            d.get("id"), metadata.get(settings.chunk_id_key) if isinstance(metadata, dict) else None
+        )
+        if identity is None:
             raise _Unusable(
                 NOT_OF_FORMAT,
                 f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] has no string id and no metadata.{settings.chunk_id_key}",
@@ -896,10 +1050,12 @@ def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[str, str | 
         text = d.get("content") if isinstance(d.get("content"), str) else d.get("text")
         if isinstance(text, str):
             if text.strip() == REDACTED_PLACEHOLDER:
-                raise _Unusable(CONTENT_REDACTED, f"{where}: document {chunk_id!r} text is {REDACTED_PLACEHOLDER}")
-            out.append((chunk_id.strip(), text))
+                raise _Unusable(
+                    CONTENT_REDACTED, f"{where}: document {identity.resolve('')[0]!r} text is {REDACTED_PLACEHOLDER}"
+                )
+            out.append((identity, text))
         else:
-            out.append((chunk_id.strip(), None))
+            out.append((identity, None))
     return out
 
 

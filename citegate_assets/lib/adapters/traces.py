@@ -281,3 +281,45 @@ def part_text(part: dict) -> str:
     if len(encoded) <= RAW_KEEP_BYTES:
         return text
     return encoded[:RAW_KEEP_BYTES].decode("utf-8", "ignore")
+
+
+# --- which of a document's ids is its chunk id ------------------------------------------------------------------
+
+
+def id_text(value: Any) -> str | None:
+    """A document id as text: a non-empty string (stripped) or an integer; None for anything else."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+@dataclass(frozen=True)
+class ChunkIdentity:
+    """A retrieved document's two ids: the one its store gave it (a LangChain `Document.id`, an OTel document `id`:
+    often a vector store's UUID) and the application's own in its metadata (`metadata[chunk_id_key]`).
+
+    The chunk id is the metadata one when there is one, for that is what the application renders in its prompt
+    and cites; the store's id when the prompt shows it and not the metadata one, or when there is no metadata id.
+    The other id, when it differs, is kept as the retrieved entry's `doc_id`."""
+
+    store_id: str | None
+    metadata_id: str | None
+
+    @staticmethod
+    def of(store_value: Any, metadata_value: Any) -> ChunkIdentity | None:
+        store_id, metadata_id = id_text(store_value), id_text(metadata_value)
+        if store_id is None and metadata_id is None:
+            return None
+        return ChunkIdentity(store_id, metadata_id)
+
+    def resolve(self, prompt: str) -> tuple[str, str | None]:
+        """(chunk id, the other id or None) for a call whose prompt text is `prompt`."""
+        if self.metadata_id is None or self.metadata_id == self.store_id:
+            return self.store_id or self.metadata_id or "", None
+        if self.store_id is None:
+            return self.metadata_id, None
+        if self.store_id in prompt and self.metadata_id not in prompt:
+            return self.store_id, self.metadata_id
+        return self.metadata_id, self.store_id
