@@ -527,5 +527,8 @@ def test_the_surface_comes_from_the_nearest_ancestor_span_that_names_one():
     items = _convert([(1, json.dumps(line).encode())], AdapterSettings(surface_key="app.surface"))
     records = {i.request_id: i.record for i in items if isinstance(i, Call) and i.record}
     assert records[rid]["surface"] == "web"
+    # the default key `surface` reads a namespaced `app.surface` too; another key leaves it to the resource's
     plain = _convert([(1, json.dumps(line).encode())], AdapterSettings())
-    assert {i.request_id: i.record["surface"] for i in plain if isinstance(i, Call) and i.record}[rid] == "help-center"
+    assert {i.request_id: i.record["surface"] for i in plain if isinstance(i, Call) and i.record}[rid] == "web"
+    other = _convert([(1, json.dumps(line).encode())], AdapterSettings(surface_key="product"))
+    assert {i.request_id: i.record["surface"] for i in other if isinstance(i, Call) and i.record}[rid] == "help-center"

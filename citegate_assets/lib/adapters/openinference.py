@@ -317,7 +317,8 @@ class _Trace:
 
 
 def _surface_value(span: Span, settings: AdapterSettings, where: str) -> Any:
-    value = span.attrs.get(settings.surface_key)
+    key = traces.surface_key_of(span.attrs, settings.surface_key)
+    value = span.attrs.get(key) if key else None
     if value is None:
         value = _meta_get(span.attrs, "metadata", settings.surface_key, where)
     return value

@@ -85,6 +85,7 @@ from .traces import (
     SpanTree,
     bounded_chunks,
     part_text,
+    surface_key_of,
 )
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -980,16 +981,19 @@ def _message_texts(m: dict) -> list[str]:
 
 
 def _surface(row: _SpanRow, ancestors: Iterable[_SpanRow], settings: AdapterSettings) -> str:
-    """The span's own `surface_key` attribute, else the nearest ancestor span's that has one (an app sets it on
-    the request's root span), else the resource's, else a service.name of the app's, else default_surface."""
+    """The span's own `surface_key` attribute (or `<namespace>.surface_key`), else the nearest ancestor span's that
+    has one (an app sets it on the request's root span), else the resource's, else a service.name of the app's,
+    else default_surface."""
     where = f"span {row.span.span_id}"
     for span in (row, *ancestors):
-        value = _get(span.attributes, settings.surface_key, f"span {span.span.span_id}")
+        key = surface_key_of(span.attributes, settings.surface_key)
+        value = _get(span.attributes, key, f"span {span.span.span_id}") if key else None
         if isinstance(value, str) and value.strip():
             return value
     if isinstance(row.resource, _Broken):
         raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({row.resource.why}): no surface")
-    value = _get(row.resource, settings.surface_key, where)
+    key = surface_key_of(row.resource, settings.surface_key)
+    value = _get(row.resource, key, where) if key else None
     if isinstance(value, str) and value.strip():
         return value
     service = _get(row.resource, "service.name", where) if isinstance(row.resource, dict) else None

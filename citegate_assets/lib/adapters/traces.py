@@ -283,6 +283,19 @@ def part_text(part: dict) -> str:
     return encoded[:RAW_KEEP_BYTES].decode("utf-8", "ignore")
 
 
+# --- the product surface ------------------------------------------------------------------------------------
+
+
+def surface_key_of(attributes: dict[str, Any], key: str) -> str | None:
+    """The attribute naming the surface: `key` itself, else one namespaced as `<namespace>.key` (`app.surface`,
+    the way OpenTelemetry attributes are usually named), the first by name when several are; None when none is."""
+    if key in attributes:
+        return key
+    suffix = "." + key
+    found = sorted(name for name in attributes if isinstance(name, str) and name.endswith(suffix))
+    return found[0] if found else None
+
+
 # --- which of a document's ids is its chunk id ------------------------------------------------------------------
 
 
