@@ -8,7 +8,7 @@ split (scripts/train_screen.py reads only the train/tune ones):
 |---|---|---|
 | labels/wice/dev-labels.jsonl | train/tune | ryokamoi/wice @ WICE_COMMIT: oracle_chunks/claim/dev.jsonl |
 | labels/wice/test-labels.jsonl | test | ryokamoi/wice @ WICE_COMMIT: oracle_chunks/claim/test.jsonl |
-| labels/attributionbench/dev-labels.jsonl | tune | OSU-NLP-Group/AttributionBench @ AB_COMMIT: data/dev_all_subset_balanced.jsonl |
+| labels/attributionbench/dev-labels.jsonl | tune | AttributionBench @ AB_COMMIT: data/dev_all_subset_balanced.jsonl |
 | labels/attributionbench/test-labels.jsonl | test | ... data/test_all_subset_balanced_sampled500.jsonl |
 | labels/attributionbench/test-ood-labels.jsonl | test | ... data/test_ood_all_subset_balanced.jsonl |
 
@@ -17,7 +17,8 @@ the passage is the chunk's sentences joined by one space; supported -> yes, part
 not_supported -> no; ids wice-{split}{claim id}-{k}, k the chunk's place among the claim's rows. Annotations
 ODC-BY 1.0, text CC-BY-SA and the Common Crawl terms (labels/wice/LICENSE.md).
 
-AttributionBench (Li et al., 2024; Apache-2.0 on its data set card): claims written by generative search engines
+AttributionBench (repository OSU-NLP-Group/AttributionBench; Li et al., 2024; Apache-2.0 on its data set card):
+claims written by generative search engines
 and LLMs (ExpertQA, Stanford-GenSearch, LFQA, AttributedQA in dev and test; HAGRID, BEGIN, AttrScore-GenSearch in
 the out-of-domain test) with the references they cited, labelled by annotators and domain experts: attributable ->
 yes, not attributable -> no (it has no partial). The passage is the references joined by one space.
