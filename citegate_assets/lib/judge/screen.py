@@ -7,8 +7,9 @@
   the passage lacks can never turn an answer into `yes`);
 - every claim quantity is in the passage and in the claim's best sentence there, under the same bound ("up to
   12%" is not "12%") and next to the same words; no changed number;
-- no negation in one text and not the other, or governing other words; no restricting clause the claim drops
-  ("only for ...", "who pay annually", "except ...");
+- no negation in one text and not the other, or governing other words; no restricting clause, named scope or
+  determiner the claim drops ("only for ...", "on the Enterprise plan", "some customers"); no contrast or
+  time-shift marker ("but", "previously"); the same modal force ("may" is not "must");
 - the heuristic sees no contradiction, and the claim has content words at all;
 - P(supported) of the learned model (a logistic regression and boosted trees over the features of lexical.py,
   trained on hand labels by scripts/train_screen.py) is at least the shipped threshold, chosen so that the
@@ -39,13 +40,18 @@ SCREEN_VERDICTS = ("yes", "no", "undecided")
 _MARKER = re.compile(r"\s*\[\d+(?:\s*[,;–-]\s*\d+)*\]")
 _FEATURE = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # features that must be 0 for `yes`: a quantity missing from the claim's sentence, rebounded or attached to other
-# words; a negation mismatch; a dropped restricting clause
+# words; a negation mismatch; a restricting clause, named scope or determiner the claim drops; a contrast or
+# time-shift marker; another modal force
 YES_FORBIDS = (
     "quantity_missing_main",
     "bound_changed",
     "quantity_unanchored",
     "negation_mismatch",
     "dropped_qualifier",
+    "dropped_scope",
+    "dropped_restrictor",
+    "contrast",
+    "modal_mismatch",
 )
 
 
