@@ -179,7 +179,8 @@ create table if not exists judge_cache (
     template_version varchar not null,
     passage_sha256 varchar not null,
     claim_sha256 varchar not null,
-    verdict varchar not null,            -- yes | partial | no | unparseable (an `error` is never cached)
+    verdict varchar not null,            -- yes | partial | no | unparseable; the screen's also undecided (an `error`
+                                         -- and `unjudged` are never cached)
     raw_answer varchar,
     prompt_tokens integer,
     completion_tokens integer,
@@ -196,8 +197,9 @@ create table if not exists support_verdicts (
     answer_model varchar not null,
     judge_model varchar not null,
     template_version varchar not null,
-    verdict varchar not null,            -- yes | partial | no | unparseable | error
-    raw_answer varchar,                  -- the judge's text as returned (for error: what failed)
+    verdict varchar not null,            -- yes | partial | no | unparseable | error | unjudged (the screen left it
+                                         -- undecided and no LLM judge is configured: never a pass)
+    raw_answer varchar,                  -- the judge's text as returned, reasoning included (for error: what failed)
     numeric_ok boolean not null,         -- from numeric_checks
     support_pass boolean not null,       -- verdict = yes and numeric_ok
     cache_hit boolean not null,
@@ -207,7 +209,8 @@ create table if not exists support_verdicts (
     cost_usd double,                     -- estimated from [judge.prices]; null when the model has no price
     attempts integer,
     judge_is_answer_model boolean not null,
-    judged_at timestamptz not null
+    judged_at timestamptz not null,
+    decided_by varchar                   -- schema 16: the tier whose verdict stands, screen | llm (null: unjudged, error)
 );
 
 -- added in schema version 6 (sql/migrations/006_judge_batches.sql): [judge] mode = "batch"
@@ -296,7 +299,12 @@ create table if not exists judge_calibration (
     false_fail_high double,
     false_fail_threshold double,
     min_positives integer,
-    too_strict boolean                   -- false_fail_rate > false_fail_threshold; null when positives < min_positives
+    too_strict boolean,                  -- false_fail_rate > false_fail_threshold; null when positives < min_positives
+    -- each tier of the judge (schema 16; null on rows written before: the judge alone)
+    tier varchar,                        -- screen | llm | cascade (the cascade's rows share its judge_model)
+    decided integer,                     -- labels the tier decided (not undecided, unjudged or error)
+    coverage double,                     -- decided / labels it answered (error excluded)
+    said_no_on_yes integer               -- human-yes labels it said no to (the screen's false fails are only these)
 );
 
 create table if not exists judge_calibration_confusion (
@@ -304,7 +312,8 @@ create table if not exists judge_calibration_confusion (
     template_version varchar not null,
     human_label varchar not null,
     judge_verdict varchar not null,
-    n integer not null
+    n integer not null,
+    tier varchar                         -- schema 16: as judge_calibration.tier
 );
 
 create table if not exists support_gate_status (
@@ -337,7 +346,8 @@ create table if not exists best_evidence (
     cited_verdict varchar,               -- the judge on the cited passage (null: not judged)
     cited_numeric_ok boolean not null,
     assessed boolean not null,           -- false when the surface's stakes are off (no judge by policy)
-    cause varchar,                       -- generation | ranking_or_chunking | no_evidence (null: not assessed)
+    cause varchar,                       -- generation | ranking_or_chunking | no_evidence | unknown (a passage no
+                                         -- judge could decide leaves it open); null: not assessed
     better_chunk_id varchar,             -- the other passage that supports the claim, if any
     better_verdict varchar,
     candidates struct(chunk_id varchar, coverage double, verdict varchar, numeric_ok boolean)[],
@@ -373,7 +383,8 @@ create table if not exists citation_queue (
     request_id varchar not null,
     day date not null,
     surface varchar not null,
-    reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable, numeric_mismatch
+    reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable,
+                                         -- numeric_mismatch, support_unjudged
     gate varchar not null,               -- provenance | support
     owner varchar not null,
     claim varchar,                       -- claim and span: null once dropped (schema 10)

@@ -17,10 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from citegate_assets.lib.calibration import wilson_interval
 from citegate_assets.lib.config import JudgeConfig
 from citegate_assets.lib.judge.base import JudgeRequest
 from citegate_assets.lib.judge.factory import estimated_cost, make_judge, make_offline_judge
-from citegate_assets.lib.judge.screen import SCREEN_MODEL, SCREEN_VERDICTS, ScreenJudge, screen_verdict
+from citegate_assets.lib.judge.screen import (
+    HELD_OUT,
+    SCREEN_MODEL,
+    SCREEN_VERDICTS,
+    HeldOutFigures,
+    ScreenJudge,
+    screen_verdict,
+)
+from citegate_assets.lib.report_view import rate_cell
 from tests.test_heuristic_judge import NEGATIONS, NUMBER_MISMATCHES, STRETCHED
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -181,9 +190,36 @@ def test_held_out_figures_are_the_ones_the_readme_states(name, output, tmp_path)
     figures = training.figures(*training.test_verdicts(labels_file(output, tmp_path), None))
     row = training.table_row(f"{name} (held out)", figures)
     assert row in README.read_text(encoding="utf-8"), f"README lacks or differs from: {row}"
+    [shipped] = [h for h in HELD_OUT if h.split == name]  # what `citegate demo` prints
+    assert as_figures(shipped) == {k: figures[k] for k in as_figures(shipped)}
     assert figures["false_pass"]["rate"] <= 0.05 and figures["false_fail"]["rate"] <= 0.05
     if name != "WiCE test":  # WiCE's supported claims are rarely near-verbatim: the README says so
         assert figures["recall"]["rate"] >= 0.10
+
+
+def as_figures(h: HeldOutFigures) -> dict:
+    """scripts/train_screen.py figures() from the counts the screen module ships."""
+
+    def rate(k: int, n: int) -> dict:
+        low, high = wilson_interval(k, n)
+        return {"k": k, "n": n, "rate": k / n if n else None, "low": low, "high": high}
+
+    return {
+        "pairs": h.pairs,
+        "false_pass": rate(*h.false_pass),
+        "false_pass_no": rate(*h.false_pass_no),
+        "recall": rate(*h.recall),
+        "false_fail": rate(*h.false_fail),
+    }
+
+
+@pytest.mark.parametrize("held", HELD_OUT, ids=lambda h: h.split)
+def test_the_readme_rows_and_the_demo_take_the_held_out_figures_from_one_place(held):
+    training = load_script("train_screen")
+    row = training.table_row(f"{held.split} (held out)", as_figures(held))
+    assert row in README.read_text(encoding="utf-8"), f"README lacks or differs from: {row}"
+    false_pass = f"{held.false_pass[0]}/{held.false_pass[1]} = "
+    assert false_pass in row and rate_cell(*held.false_pass) in row and rate_cell(*held.recall) in row
 
 
 def test_the_shipped_weights_are_what_a_fresh_training_gives():

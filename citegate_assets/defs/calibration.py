@@ -4,11 +4,18 @@ enforced and what each costs in true citations failed."""
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.calibration import JUDGED_WINDOW_DAYS, calibration_summary, confusion, gate_status
+from citegate_assets.lib.calibration import (
+    JUDGED_WINDOW_DAYS,
+    calibration_summary,
+    confusion,
+    gate_status,
+    tier_summary,
+)
+from citegate_assets.lib.cascade import judge_tiered
 from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
+from citegate_assets.lib.judge.tiers import TO_LLM
 from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
@@ -36,6 +43,10 @@ CALIBRATION_SCHEMA = {
     "false_fail_threshold": pl.Float64,
     "min_positives": pl.Int32,
     "too_strict": pl.Boolean,
+    "tier": pl.String,
+    "decided": pl.Int32,
+    "coverage": pl.Float64,
+    "said_no_on_yes": pl.Int32,
 }
 GATE_SCHEMA = {
     "surface": pl.String,
@@ -121,55 +132,78 @@ def judge_calibration(
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """The configured judge on the hand labels (through the cache): confusion matrix, false pass rate and false
-    fail rate, each with its 95% interval."""
+    fail rate, each with its 95% interval, per tier: the screen's, the LLM judge's on what the screen left, and the
+    cascade's combined (one tier when only one judge is configured), with each tier's coverage."""
     config = citegate_config.config()
-    the_judge = judge.build(config)
+    tiers = judge.tiers(config)
     with warehouse.connect() as con:
         labels = query(con, "support/calibration_labels").pl()
     items = labels.select(item_id="label_id", passage="passage_normalized", claim="claim_normalized")
-    results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
-    pairs = labels.select("label_id", human_label="label").join(
-        results.select(label_id="item_id", judge_verdict="verdict"), on="label_id"
+    results, facts = judge_tiered(warehouse.connect, items, tiers, config.judge.prices)
+    judged = labels.select("label_id", human_label="label").join(
+        results.select(label_id="item_id", judge_verdict="verdict", screen_verdict="screen_verdict"), on="label_id"
     )
     now = utc_now()
     cal = config.calibration
-    rows = calibration_summary(
-        pairs,
-        cal.false_pass_threshold,
-        cal.min_negatives,
-        false_fail_threshold=cal.false_fail_threshold,
-        min_positives=cal.min_positives,
-    )
-    summary = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA).with_columns(
-        judge_model=pl.lit(the_judge.model),
+    summaries, matrices = [], []
+    for tier, pairs in tier_pairs(judged, tiers.tier).items():
+        rows = calibration_summary(
+            pairs,
+            cal.false_pass_threshold,
+            cal.min_negatives,
+            false_fail_threshold=cal.false_fail_threshold,
+            min_positives=cal.min_positives,
+        )
+        extra = tier_summary(pairs)
+        summaries.append(pl.DataFrame([{**r, **extra, "tier": tier} for r in rows], schema=CALIBRATION_SCHEMA))
+        matrices.append(confusion(pairs).with_columns(tier=pl.lit(tier)))
+    summary = pl.concat(summaries).with_columns(
+        judge_model=pl.lit(tiers.model),
         template_version=pl.lit(TEMPLATE_VERSION),
         computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
     )
-    matrix = confusion(pairs).with_columns(
-        judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION)
+    matrix = pl.concat(matrices).with_columns(
+        judge_model=pl.lit(tiers.model), template_version=pl.lit(TEMPLATE_VERSION)
     )
-    params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
+    params = {"judge_model": tiers.model, "template_version": TEMPLATE_VERSION}
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_calibration", params)
         append_frame(con, "judge_calibration", summary)
         append_frame(con, "judge_calibration_confusion", matrix)
-    pivot = matrix.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
-    main = next(r for r in rows if r["scope"] == "no_or_partial")
+    decisive = matrix.filter(pl.col("tier") == tiers.tier)
+    pivot = decisive.pivot(on="judge_verdict", index="human_label", values="n").fill_null(0)
+    main = summary.filter((pl.col("tier") == tiers.tier) & (pl.col("scope") == "no_or_partial")).row(0, named=True)
     context.log.info(
-        f"{the_judge.model} on {labels.height} hand labels: {main['false_passes']} false passes of "
+        f"{tiers.model} on {labels.height} hand labels: {main['false_passes']} false passes of "
         f"{main['negatives']} no/partial, {main['false_fails']} false fails of {main['positives']} yes"
+    )
+    by_tier = summary.filter(pl.col("scope") == "no_or_partial").select(
+        "tier",
+        "labels",
+        "decided",
+        "coverage",
+        "negatives",
+        "false_passes",
+        "false_pass_rate",
+        "wilson_high",
+        "positives",
+        "false_fails",
+        "said_no_on_yes",
+        "false_fail_rate",
     )
     return dg.MaterializeResult(
         metadata={
-            "judge_model": the_judge.model,
+            "judge_model": tiers.model,
             "template_version": TEMPLATE_VERSION,
             "labels": labels.height,
             "judge_calls": facts["judge_calls"],
+            "llm_calls": facts["llm_calls"],
             "cache_hits": facts["cache_hits"],
             **_rate_metadata(main),
+            "tiers (no or partial negatives)": dg.MetadataValue.md(markdown_table(by_tier)),
             "false_pass_rate": dg.MetadataValue.md(
                 markdown_table(
-                    summary.select(
+                    summary.filter(pl.col("tier") == tiers.tier).select(
                         "scope",
                         "negatives",
                         "false_passes",
@@ -182,7 +216,7 @@ def judge_calibration(
             ),
             "false_fail_rate (human yes, judge not yes)": dg.MetadataValue.md(
                 markdown_table(
-                    summary.filter(pl.col("scope") == "no_or_partial").select(
+                    summary.filter((pl.col("tier") == tiers.tier) & (pl.col("scope") == "no_or_partial")).select(
                         "positives",
                         "false_fails",
                         "false_fail_rate",
@@ -198,6 +232,18 @@ def judge_calibration(
     )
 
 
+def tier_pairs(judged: pl.DataFrame, tier: str) -> dict[str, pl.DataFrame]:
+    """(human_label, judge_verdict) per tier. A cascade: the screen's own answers on every label, the LLM judge's on
+    the labels the screen left to it, and the combined verdicts; one tier alone: its verdicts."""
+    if tier != "cascade":
+        return {tier: judged.select("human_label", "judge_verdict")}
+    return {
+        "screen": judged.select("human_label", judge_verdict="screen_verdict"),
+        "llm": judged.filter(pl.col("screen_verdict").is_in(list(TO_LLM))).select("human_label", "judge_verdict"),
+        "cascade": judged.select("human_label", "judge_verdict"),
+    }
+
+
 # support_verdicts: judged_per_week counts this run's verdicts too, not only last night's
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration, "support_verdicts"], pool=DUCKDB_POOL)
 def support_gate_status(
@@ -209,9 +255,14 @@ def support_gate_status(
     """Per surface: is its support gate enforced (judge calibrated under the threshold on enough negatives) or not,
     and what it costs: the false fail rate, too_strict, and the true citations it queues a week."""
     config = citegate_config.config()
-    model = judge.build(config).model
+    tiers = judge.tiers(config)
+    model = tiers.model
     with warehouse.connect() as con:
-        rel = query(con, "support/calibration_of_judge", {"judge_model": model, "template_version": TEMPLATE_VERSION})
+        rel = query(
+            con,
+            "support/calibration_of_judge",
+            {"judge_model": model, "template_version": TEMPLATE_VERSION, "tier": tiers.tier},
+        )
         cols, rows = rel.columns, rel.fetchall()
         seen = [s for (s,) in query(con, "support/cited_surfaces").fetchall()]
         volume = query(con, "support/judged_per_week", {"window_days": JUDGED_WINDOW_DAYS}).fetchall()

@@ -9,6 +9,9 @@ How verdicts count (docs/decisions.md, "Calibration scopes"):
 - `unparseable` is a judgement that is not `yes`: on a human no/partial it is a negative judged without a false
   pass; on a human yes it is a false fail (the citation fails support and is queued as `judge_unparseable`).
 - `partial` from the judge is a failure, like `no`: on a human yes it is a false fail.
+- `undecided` (the screen's own word) and `unjudged` (undecided with no LLM judge configured) are answers that are not
+  `yes`: on a human no/partial a negative without a false pass, on a human yes a false fail (an unjudged citation is
+  queued as `support_unjudged`). A tier's coverage is the share of the labels it decided (tier_summary).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import polars as pl
 Z95 = 1.959963984540054
 SCOPES = {"no_or_partial": ("no", "partial"), "no": ("no",)}
 POSITIVE = "yes"
-VERDICT_ORDER = ("yes", "partial", "no", "unparseable", "error")
+VERDICT_ORDER = ("yes", "partial", "no", "unparseable", "undecided", "unjudged", "error")
+NOT_DECIDED = ("undecided", "unjudged")  # an answer that leaves the pair to another tier, or to no one
 # support_gate_status.judged_per_week: a surface's judged citations over the last JUDGED_WINDOW_DAYS UTC days the
 # warehouse holds verdicts for (sql/support/judged_per_week.sql)
 JUDGED_WINDOW_DAYS = 28
@@ -103,6 +107,20 @@ def calibration_summary(
             }
         )
     return out
+
+
+def tier_summary(pairs: pl.DataFrame) -> dict:
+    """What one tier of the judge decided on its labels (human_label, judge_verdict): `decided` (a verdict other than
+    undecided, unjudged or error), `coverage` (decided over the labels it answered, error excluded) and
+    `said_no_on_yes` (human-yes labels it said no to: the screen's false fails, which never include what it leaves)."""
+    answered = pairs.filter(pl.col("judge_verdict") != "error")
+    decided = answered.filter(~pl.col("judge_verdict").is_in(list(NOT_DECIDED))).height
+    said_no = answered.filter((pl.col("human_label") == POSITIVE) & (pl.col("judge_verdict") == "no")).height
+    return {
+        "decided": decided,
+        "coverage": decided / answered.height if answered.height else None,
+        "said_no_on_yes": said_no,
+    }
 
 
 def extra_queue_per_week(judged_per_week: float | None, false_fail_rate: float | None) -> float | None:

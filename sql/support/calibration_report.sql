@@ -1,26 +1,28 @@
--- Both error rates of every judge model and template version on the hand labels (`citegate calibrate`, the run
+-- Both error rates of every judge model, template version and tier on the hand labels (`citegate calibrate`, the run
 -- summary): the false pass rate per scope of negatives (human no or partial; human no) and the false fail rate
 -- on the human yes labels, each with its counts and 95% Wilson interval (unrounded: the report rounds). judged
--- excludes the judge's errors.
-select judge_model, template_version, error, human, judged, errors_made, rate, ci95_low, ci95_high, threshold,
-       min_judged, verdict, judge_errors
+-- excludes the judge's errors. tier: screen, llm or cascade (empty for rows calibrated before tiers were recorded);
+-- coverage: the share of the labels the tier decided.
+select judge_model, template_version, coalesce(tier, '') as tier, error, human, judged, errors_made, rate, ci95_low,
+       ci95_high, threshold, min_judged, verdict, judge_errors, coverage
 from (
-    select judge_model, template_version, 'false pass' as error,
+    select judge_model, template_version, tier, 'false pass' as error,
            case scope when 'no_or_partial' then 'no or partial' else scope end as human,
            negatives as judged, false_passes as errors_made, false_pass_rate as rate,
            wilson_low as ci95_low, wilson_high as ci95_high, threshold,
            min_negatives as min_judged,
            case when calibrated then 'calibrated' else 'uncalibrated' end as verdict,
-           judge_errors, case scope when 'no_or_partial' then 1 else 2 end as ord
+           judge_errors, coverage, case scope when 'no_or_partial' then 1 else 2 end as ord
     from judge_calibration
     union all
-    select judge_model, template_version, 'false fail', 'yes',
+    select judge_model, template_version, tier, 'false fail', 'yes',
            positives, false_fails, false_fail_rate, false_fail_low, false_fail_high,
            false_fail_threshold, min_positives,
            case when positives is null then 'not measured: recalibrate'
                 when too_strict then 'too strict' when not too_strict then 'ok'
                 else 'unknown: too few labels' end,
-           judge_errors, 3
+           judge_errors, coverage, 3
     from judge_calibration where scope = 'no_or_partial'
 )
-order by judge_model, template_version, ord
+order by judge_model, template_version,
+         case tier when 'screen' then 1 when 'llm' then 2 when 'cascade' then 3 else 0 end, ord

@@ -1,4 +1,5 @@
-"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge.
+"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge, and the
+support gate's tiers (make_tiers: the screen, the LLM judge, or both in a cascade).
 
 With no endpoint the offline judge is the screen citegate-screen-v1 (screen.py: yes, no or undecided, failing
 closed). `[judge] offline = "lexical"` or `"heuristic"` selects the older three-way judges (citegate-lexical-v3,
@@ -17,6 +18,7 @@ from .base import Judge
 from .heuristic import HEURISTIC_MODEL
 from .lexical import LEXICAL_MODEL
 from .screen import SCREEN_MODEL
+from .tiers import JudgeTiers
 
 # [judge] offline -> model name
 OFFLINE_JUDGES = {"screen": SCREEN_MODEL, "lexical": LEXICAL_MODEL, "heuristic": HEURISTIC_MODEL}
@@ -65,6 +67,20 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> Judge:
         breaker_threshold=int(cfg.breaker_threshold),
     )
     return OpenAIJudge(settings)
+
+
+def make_tiers(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> JudgeTiers:
+    """The support gate's judges (lib/judge/tiers.py): with no endpoint the offline judge alone; with one the LLM
+    judge, after the screen when [judge] mode = "cascade"."""
+    env = os.environ if env is None else env
+    cfg = effective_judge_config(cfg, env)
+    judge = make_judge(cfg, env)
+    if not cfg.base_url:
+        return JudgeTiers(screen=judge, llm=None, mode="offline")
+    if cfg.mode == "cascade":
+        screen = make_offline_judge(DEFAULT_OFFLINE, worker_count(int(getattr(cfg, "workers", 0) or 0)))
+        return JudgeTiers(screen=screen, llm=judge, mode="cascade")
+    return JudgeTiers(screen=None, llm=judge, mode=str(cfg.mode))
 
 
 def make_secondary_judge(

@@ -37,6 +37,26 @@ SCREEN_MODEL = "citegate-screen-v1"
 WEIGHTS_FILE = "screen_weights.json"  # beside this module; written by scripts/train_screen.py
 SCREEN_VERDICTS = ("yes", "no", "undecided")
 
+
+@dataclass(frozen=True)
+class HeldOutFigures:
+    """The shipped screen on one held-out test split (labels used for nothing else), as (count, of) pairs: the README
+    table's rows and `citegate demo` are rendered from these, and tests/test_screen.py recomputes them."""
+
+    split: str
+    pairs: int
+    false_pass: tuple[int, int]  # yes on human no or partial
+    false_pass_no: tuple[int, int]  # yes on human no
+    recall: tuple[int, int]  # yes on human yes
+    false_fail: tuple[int, int]  # no on human yes
+
+
+HELD_OUT = (
+    HeldOutFigures("WiCE test", 1070, (0, 740), (0, 92), (3, 330), (4, 330)),
+    HeldOutFigures("AttributionBench test", 500, (5, 250), (5, 250), (33, 250), (6, 250)),
+    HeldOutFigures("AttributionBench OOD test", 1686, (14, 843), (14, 843), (148, 843), (17, 843)),
+)
+
 _MARKER = re.compile(r"\s*\[\d+(?:\s*[,;–-]\s*\d+)*\]")
 _FEATURE = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # features that must be 0 for `yes`: a quantity missing from the claim's sentence, rebounded or attached to other

@@ -1,0 +1,2 @@
+-- Schema 13 -> 14: reserved for the schema changes of work merged alongside the judge cascade (016);
+-- replaced by them at merge. Nothing to do.
