@@ -282,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add(review, "warehouse", "published", "config", "reviews")
     review.set_defaults(func=cmd_review)
 
-    metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
+    metrics = sub.add_parser(
+        "metrics", help="the weekly numbers per surface (four rates and the unjudged share), each beside its definition"
+    )
     metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
     _add(metrics, "warehouse", "published")
     metrics.add_argument(

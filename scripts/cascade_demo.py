@@ -31,7 +31,8 @@ select count(*) as citations,
        count(*) filter (where decided_by = 'llm') as by_llm,
        count(*) filter (where verdict = 'unjudged') as unjudged,
        count(*) filter (where decided_by = 'llm' and not cache_hit) as llm_calls
-from support_verdicts
+from support_verdicts  -- llm_calls: the support stage's own; calibration on the demo's labels (drawn from the same
+                       -- logs) may have paid for a pair first, and then the support stage reads it from the cache
 """
 
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if code != 0:
         return code
     with connect(work / "data" / "warehouse.duckdb", read_only=True) as con:
-        citations, by_screen, by_llm, unjudged, llm_calls = con.sql(SUPPORT_TIERS).fetchone() or (0, 0, 0, 0, 0)
+        [(citations, by_screen, by_llm, unjudged, llm_calls)] = con.sql(SUPPORT_TIERS).fetchall()
     share = by_screen / (by_screen + by_llm) if by_screen + by_llm else 0.0
     print(
         f"\ncascade on the demo ({args.days} days x {args.requests_per_day} requests, {work}): {citations:,} support "

@@ -260,3 +260,41 @@ def test_calibration_rows_name_their_tier_and_the_gate_reads_the_screens(landing
     assert json.loads(json.dumps(rows(warehouse, "select distinct tier from judge_calibration_confusion"))) == [
         ["screen"]
     ]
+
+
+def test_a_schema_13_warehouse_gains_the_tier_columns_and_keeps_its_rows(tmp_path):
+    """Migration 016: support_verdicts.decided_by and judge_calibration's tier columns are added; the rows written
+    before keep nulls (an old verdict was the one configured judge's, an old calibration row the judge alone)."""
+    from citegate_assets.lib.warehouse import SCHEMA_VERSION, ensure_schema
+
+    path = tmp_path / "w.duckdb"
+    with connect(path) as con:
+        ensure_schema(con)
+        for table, column in (
+            ("support_verdicts", "decided_by"),
+            ("judge_calibration", "tier"),
+            ("judge_calibration", "decided"),
+            ("judge_calibration", "coverage"),
+            ("judge_calibration", "said_no_on_yes"),
+            ("judge_calibration_confusion", "tier"),
+        ):
+            con.execute(f"alter table {table} drop column {column}")
+        con.execute(
+            "insert into support_verdicts values ('c1', 'r1', '2026-11-02', 's', 'm', 'judge-a', 'v1', 'yes', 'yes', "
+            "true, true, false, 1.0, 10, 1, 0.001, 1, false, now())"
+        )
+        con.execute("delete from schema_version")
+        con.execute("insert into schema_version values (13, now())")
+    with connect(path) as con:
+        ensure_schema(con)
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(16,)]
+        assert con.sql("select citation_id, verdict, decided_by from support_verdicts").fetchall() == [
+            ("c1", "yes", None)
+        ]
+        columns = {
+            c
+            for (c,) in con.sql(
+                "select column_name from duckdb_columns() where table_name = 'judge_calibration'"
+            ).fetchall()
+        }
+        assert {"tier", "decided", "coverage", "said_no_on_yes"} <= columns

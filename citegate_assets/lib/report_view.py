@@ -320,7 +320,7 @@ def next_steps(prog: str, warehouse_flag: str, published: Path, example_query: P
         ),
         (
             f"{prog} metrics{warehouse_flag}",
-            "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows",
+            "the weekly numbers per surface beside their definitions; `citegate trace` for the rows",
         ),
         ("make test", "the test suite"),
         ("README.md", "the log format, the profiles, every table, where every file goes, more example queries"),
