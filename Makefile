@@ -47,10 +47,10 @@ fixtures:
 	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python scripts/render_fixtures.py
 
-# issue 15: retrain the offline judge citegate-lexical-v2 (seeded) into citegate_assets/lib/judge/lexical_weights.json;
-# `scripts/train_judge.py --check` verifies the shipped weights are what a fresh training gives
+# retrain the offline judge citegate-screen-v1 into citegate_assets/lib/judge/screen_weights.json (the splits from
+# scripts/convert_labels.py); `scripts/train_screen.py --check` verifies the shipped weights
 train-judge: $(STAMP)
-	$(BIN)/python scripts/train_judge.py
+	$(BIN)/python scripts/train_screen.py
 
 # issue 14: re-record tests/fixtures/adapters/ with the real tracing libraries (OpenTelemetry, OpenInference,
 # Langfuse, the anthropic SDK), all against servers on 127.0.0.1. Own venv; the pins of the `adapter-fixtures` extra.

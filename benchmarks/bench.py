@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
+    print("  offline judges on the demo pairs, in one process …", flush=True)
+    results["offline_judge"] = [stage("offline_judge", repeats=5) for _i in range(a.repeats)]
+
     print("  5,000 one-line files …", flush=True)
     for _i in range(a.repeats):
         results.setdefault("small_files", []).append(
@@ -254,6 +257,16 @@ def render(a, r, growth, elapsed) -> str:
             str(max(x["rerun_calls"] for x in r["judge"])),
             "0",
             ok(all(x["rerun_calls"] == 0 for x in r["judge"])),
+        ),
+        (
+            "offline judge citegate-screen-v1 (pairs/s; lexical-v3 beside it)",
+            spread([x["screen_pairs_per_s"] for x in r["offline_judge"]])
+            + f" ({statistics.median(x['lexical_pairs_per_s'] for x in r['offline_judge']):.0f})",
+            "<= 0.37 ms per pair, or lexical's",
+            ok(
+                statistics.median(x["screen_ms_per_pair"] for x in r["offline_judge"])
+                <= max(0.37, 1.1 * statistics.median(x["lexical_ms_per_pair"] for x in r["offline_judge"]))
+            ),
         ),
         (
             "5,000 one-line files, ingest (s)",

@@ -312,7 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add(label, "warehouse", "published", "config", "labels")
     label.set_defaults(func=cmd_label)
 
-    metrics = sub.add_parser("metrics", help="the four weekly numbers per surface, each beside its definition")
+    metrics = sub.add_parser(
+        "metrics", help="the weekly numbers per surface (four rates and the unjudged share), each beside its definition"
+    )
     metrics.add_argument("--weeks", type=int, default=4, help="how many recent weeks (default 4)")
     _add(metrics, "warehouse", "published")
     metrics.add_argument(
@@ -443,12 +445,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     """What judging the days would take, from the published copy (the sampling policy and judge of the config in
     force), without calling the judge: lib/estimate.py."""
     from citegate_assets.lib.estimate import default_range, estimate, render
-    from citegate_assets.lib.judge.factory import effective_judge_config, make_judge, make_secondary_judge
+    from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge, make_tiers
     from citegate_assets.lib.warehouse import connect
 
     cfg = _load_config(_settings(args))
     judge_cfg = effective_judge_config(cfg.judge)
-    configured = make_judge(judge_cfg).model  # builds the client only: no call
+    tiers = make_tiers(judge_cfg)  # builds the clients only: no call
+    configured = (tiers.llm or tiers.screen).model  # type: ignore[union-attr]
     models = {configured: not judge_cfg.base_url, **{m: False for m in cfg.judge.prices if m != configured}}
     second = cfg.judge.secondary
     candidate = make_secondary_judge(cfg.judge, primary_base_url=judge_cfg.base_url)  # no call either
@@ -463,7 +466,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             raise ValueError("the published copy holds no citations: give --start and --end, or run first")
         start = args.start or (found[0] if found else args.start)
         end = args.end + timedelta(days=1) if args.end else (found[1] if found else start)
-        result = estimate(con, cfg, start, end, models, configured, secondary)
+        screen = tiers.screen if tiers.tier == "cascade" else None  # the LLM counts only what it leaves
+        result = estimate(con, cfg, start, end, models, configured, secondary, screen=screen)
     print(render(result, start, end, configured, judge_cfg.mode))
     return 0
 
@@ -621,6 +625,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"2/2 running the pipeline into {settings.warehouse}")
     code = _run(settings, None, None, quiet=False)
     if code == 0:
+        from citegate_assets.lib.judge.factory import make_tiers
+        from citegate_assets.lib.report_view import judge_report
+
+        print(judge_report(settings.warehouse, make_tiers(_load_config(settings).judge)))  # builds clients, no call
         flag = "" if settings.kind("warehouse") == "default" else f" --warehouse {settings.warehouse}"
         prog = sys.argv[0] if Path(sys.argv[0]).name == "citegate" else "citegate"  # e.g. .venv/bin/citegate
         print(next_steps(prog, flag, settings.published, where.sql_dir() / "examples" / "failures_by_reason.sql"))

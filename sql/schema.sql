@@ -187,7 +187,8 @@ create table if not exists judge_cache (
     template_version varchar not null,
     passage_sha256 varchar not null,
     claim_sha256 varchar not null,
-    verdict varchar not null,            -- yes | partial | no | unparseable (an `error` is never cached)
+    verdict varchar not null,            -- yes | partial | no | unparseable; the screen's also undecided (an `error`
+                                         -- and `unjudged` are never cached)
     raw_answer varchar,
     prompt_tokens integer,
     completion_tokens integer,
@@ -204,8 +205,9 @@ create table if not exists support_verdicts (
     answer_model varchar not null,
     judge_model varchar not null,
     template_version varchar not null,
-    verdict varchar not null,            -- yes | partial | no | unparseable | error
-    raw_answer varchar,                  -- the judge's text as returned (for error: what failed)
+    verdict varchar not null,            -- yes | partial | no | unparseable | error | unjudged (the screen left it
+                                         -- undecided and no LLM judge is configured: never a pass)
+    raw_answer varchar,                  -- the judge's text as returned, reasoning included (for error: what failed)
     numeric_ok boolean not null,         -- from numeric_checks
     support_pass boolean not null,       -- verdict = yes and numeric_ok
     cache_hit boolean not null,
@@ -215,7 +217,8 @@ create table if not exists support_verdicts (
     cost_usd double,                     -- estimated from [judge.prices]; null when the model has no price
     attempts integer,
     judge_is_answer_model boolean not null,
-    judged_at timestamptz not null
+    judged_at timestamptz not null,
+    decided_by varchar                   -- schema 16: the tier whose verdict stands, screen | llm (null: unjudged, error)
 );
 
 -- added in schema version 6 (sql/migrations/006_judge_batches.sql): [judge] mode = "batch"
@@ -328,7 +331,12 @@ create table if not exists judge_calibration (
     label_origin varchar,                -- own | reference (null: calibrated before schema 16, reference)
     surface varchar,                     -- own: the surface; null: every surface (pooled)
     effective_negatives double,          -- the weighted rate's effective sample size (Kish); = negatives unweighted
-    effective_positives double
+    effective_positives double,
+    -- schema 17: each tier of the judge (null on rows written before: the judge alone)
+    tier varchar,                        -- screen | llm | cascade (the cascade's rows share its judge_model)
+    decided integer,                     -- labels the tier decided (not undecided, unjudged or error)
+    coverage double,                     -- decided / labels it answered (error excluded); own rows: weighted
+    said_no_on_yes integer               -- human-yes labels it said no to (the screen's false fails are only these)
 );
 
 create table if not exists judge_calibration_confusion (
@@ -337,7 +345,8 @@ create table if not exists judge_calibration_confusion (
     human_label varchar not null,
     judge_verdict varchar not null,
     n integer not null,
-    label_origin varchar                 -- schema 16: own | reference (labels counted, not weighted)
+    label_origin varchar,                -- schema 16: own | reference (labels counted, not weighted)
+    tier varchar                         -- schema 17: as judge_calibration.tier
 );
 
 create table if not exists support_gate_status (
@@ -378,7 +387,8 @@ create table if not exists best_evidence (
     cited_verdict varchar,               -- the judge on the cited passage (null: not judged)
     cited_numeric_ok boolean not null,
     assessed boolean not null,           -- false when the surface's stakes are off (no judge by policy)
-    cause varchar,                       -- generation | ranking_or_chunking | no_evidence (null: not assessed)
+    cause varchar,                       -- generation | ranking_or_chunking | no_evidence | unknown (a passage no
+                                         -- judge could decide leaves it open); null: not assessed
     better_chunk_id varchar,             -- the other passage that supports the claim, if any
     better_verdict varchar,
     candidates struct(chunk_id varchar, coverage double, verdict varchar, numeric_ok boolean)[],
@@ -414,7 +424,8 @@ create table if not exists citation_queue (
     request_id varchar not null,
     day date not null,
     surface varchar not null,
-    reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable, numeric_mismatch
+    reason varchar not null,             -- a provenance failure, support_partial, support_no, judge_unparseable,
+                                         -- numeric_mismatch, support_unjudged
     gate varchar not null,               -- provenance | support
     owner varchar not null,
     claim varchar,                       -- claim and span: null once dropped (schema 10)

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
+from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.loggen.demo_labels import LABEL_OF_KIND, LABELLER
+from citegate_assets.lib.report_view import rate_cell
+from citegate_assets.lib.reporting import screen_held_out
 from citegate_assets.lib.warehouse import connect
 
 SEED = 5
@@ -147,12 +150,30 @@ def test_the_demo_calibrates_on_its_own_logs(tmp_path, monkeypatch, capsys, dags
                 """
             ).fetchall()
         )
-        [(positives, false_fails)] = con.sql(
-            "select positives, false_fails from judge_calibration "
-            "where judge_model = 'citegate-lexical-v3' and scope = 'no'"
+        [(positives, false_fails, tier)] = con.sql(
+            "select positives, false_fails, tier from judge_calibration "
+            "where judge_model = 'citegate-screen-v1' and scope = 'no'"
         ).fetchall()
     assert set(held) == {f"demo-{r['citation_id']}" for r in labels}
     for row in labels:
         label, claim, passage = held[row["id"]]
         assert label == row["label"] and (claim, passage) == judged[row["id"]]  # what the judge is given
-    assert positives == yes and 0 <= false_fails <= positives
+    assert positives == yes and 0 <= false_fails <= positives and tier == "screen"
+    # which judge ran, its held-out figures (from the one place that holds them), the labels the status rests on,
+    # and how to connect a judge
+    assert "Judge: citegate-screen-v1 alone (no LLM judge configured: what it leaves undecided is unjudged)" in out
+    for h in HELD_OUT:
+        assert (
+            f"    {h.split} ({h.pairs:,} pairs): false pass {rate_cell(*h.false_pass)} (yes on human no or partial), "
+            f"recall {rate_cell(*h.recall)} (yes on human yes)"
+        ) in out
+    [line] = [ln for ln in out.splitlines() if ln.startswith("Support gate: judge ")]
+    assert line.startswith(
+        f"Support gate: judge citegate-screen-v1 (offline: no judge endpoint; {screen_held_out([SCREEN_MODEL])[0]}); "
+    )
+    # the generator's labels are reference labels: no surface's status rests on anything else
+    assert "uncalibrated (reference labels only): " in line and "own labels" not in line
+    assert (
+        f"    reference: {labels_file.name}, labeller citegate-loggen-truth: {len(labels)} ({yes} yes, 0 partial"
+    ) in out
+    assert "CITEGATE_JUDGE_BASE_URL=http://127.0.0.1:11434/v1" in out and 'mode = "cascade"' in out

@@ -208,6 +208,32 @@ def test_best_evidence_makes_at_most_the_estimated_calls_and_exactly_them_when_e
     assert int(after[4]) == 0  # all in judge_cache now
 
 
+def test_in_a_cascade_the_estimate_counts_only_what_the_screen_leaves_and_a_run_makes_those_calls(
+    published, monkeypatch, capsys, tmp_path
+):
+    """[judge] mode = "cascade": the estimate runs the screen on the distinct pairs and counts, for judge-x, only
+    those it leaves undecided; a real run through the server then makes exactly that many support calls."""
+    root = _copy(published, tmp_path)
+    config = root / "citegate.toml"
+    config.write_text(config.read_text().replace("[judge]\n", "[judge]\nmode = 'cascade'\n"))
+    with ScriptedJudgeServer(lambda r, i: Reply("no")) as server:
+        _judge_x_at(server, root, monkeypatch)
+        out = _estimate(root, monkeypatch, capsys)
+        calls = int(_row(out, "judge-x", "online *")[4].replace(",", ""))
+        screen = _row(out, "citegate-screen-v1", "screen (cascade)")
+        found = re.search(r"the screen decides ([\d,]+) of the ([\d,]+) distinct pairs", out)
+        assert found and server.requests == []  # the estimate called nothing
+        decided, pairs = (int(g.replace(",", "")) for g in found.groups())
+        assert int(screen[2].replace(",", "")) == pairs and 0 < decided < pairs and calls == pairs - decided
+        assert _run(root).success
+    with connect(root / "w.duckdb", read_only=True) as con:
+        [(fresh, by_screen)] = con.sql(
+            "select count(*) filter (where decided_by = 'llm' and not cache_hit), "
+            "count(*) filter (where decided_by = 'screen') from support_verdicts"
+        ).fetchall()
+    assert fresh == calls and by_screen > 0
+
+
 def test_estimate_needs_the_published_copy(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("CITEGATE_PUBLISHED", raising=False)
     code = main(["estimate", "--warehouse", str(tmp_path / "none.duckdb")])

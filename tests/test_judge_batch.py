@@ -303,7 +303,7 @@ def test_nightly_run_in_batch_mode_pending_then_resumed(batch_setup):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("mode = 'bulk'", r"judge\.mode = 'bulk': expected one of online, batch"),
+        ("mode = 'bulk'", r"judge\.mode = 'bulk': expected one of online, batch, cascade"),
         ("batch_discount = 1.5", r"judge\.batch_discount = 1\.5: expected a number in \[0, 1\]"),
         ("batch_poll_s = 0", r"judge\.batch_poll_s = 0: expected a number > 0"),
         ("batch_wait_s = -1", r"judge\.batch_wait_s = -1: expected a number >= 0"),

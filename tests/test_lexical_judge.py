@@ -284,8 +284,9 @@ def test_training_data_is_in_the_repository_with_its_license():
 # ---------------------------------------------------------------------------------- the factory
 
 
-def test_the_default_offline_judge_is_lexical():
-    judge = make_judge(types.SimpleNamespace(base_url="", model="gpt-4.1-mini"), env={})  # type: ignore[arg-type]
+def test_lexical_is_selectable_by_name():
+    cfg = types.SimpleNamespace(base_url="", model="gpt-4.1-mini", offline="lexical")
+    judge = make_judge(cfg, env={})  # type: ignore[arg-type]
     assert isinstance(judge, LexicalJudge) and judge.model == LEXICAL_MODEL
 
 
@@ -294,13 +295,13 @@ def test_the_heuristic_stays_selectable():
     judge = make_judge(cfg, env={})  # type: ignore[arg-type]
     assert isinstance(judge, HeuristicJudge) and judge.model == HEURISTIC_MODEL
     assert isinstance(make_offline_judge("heuristic"), HeuristicJudge)
-    assert isinstance(make_offline_judge(), LexicalJudge)
+    assert isinstance(make_offline_judge("lexical"), LexicalJudge)
     with pytest.raises(ValueError, match="unknown offline judge 'nli'"):
         make_offline_judge("nli")
 
 
 def test_judge_config_offline_picks_the_offline_judge():
-    assert isinstance(make_judge(JudgeConfig(), env={}), LexicalJudge)
+    assert isinstance(make_judge(JudgeConfig(offline="lexical"), env={}), LexicalJudge)
     assert isinstance(make_judge(JudgeConfig(offline="heuristic"), env={}), HeuristicJudge)
     # an endpoint wins over either offline judge
     assert (

@@ -211,9 +211,9 @@ def test_answer_model_breakdowns_sum_to_their_headline_rate(metrics_con):
         assert sorted(summed) == sorted(whole), breakdown
 
 
-def test_every_week_and_surface_has_all_four_rows(metrics_con):
+def test_every_week_and_surface_has_a_row_of_every_rate(metrics_con):
     [(n,)] = metrics_con.sql("select count(*) from weekly_surface_metrics").fetchall()
-    assert n == 4 * 4  # (web, legal, search) in W1 + web in W2, four metrics each
+    assert n == 4 * 5  # (web, legal, search) in W1 + web in W2, five rates each (support_unjudged_rate the fifth)
     assert metrics_con.sql("select distinct week_start from weekly_surface_metrics order by 1").fetchall() == [
         (W1,),
         (W2,),
@@ -234,14 +234,17 @@ def test_reconcile_and_bounds_fail_when_they_should(metrics_con):
         "insert into support_verdicts values "
         "('c3', 'r-c3', '2026-11-03', 'web', 'no', true, 'judge-j', false, 'model-a')"
     )
-    [(week, surface, metric, got, expected)] = query(metrics_con, "metric_tables/check_reconcile").fetchall()
-    assert (surface, metric, got, expected) == ("web", "support_pass_rate", 2, 3)
+    unreconciled = query(metrics_con, "metric_tables/check_reconcile").fetchall()
+    assert sorted((surface, metric, got, expected) for _week, surface, metric, got, expected in unreconciled) == [
+        ("web", "support_pass_rate", 2, 3),
+        ("web", "support_unjudged_rate", 3, 4),  # every selected citation: judge errors too
+    ]
     metrics_con.execute(
         "update weekly_surface_metrics set numerator = 9 where metric = 'provenance_pass_rate' and surface = 'legal'"
     )
     assert len(query(metrics_con, "metric_tables/check_bounds").fetchall()) == 1
     metrics_con.execute(
-        "update weekly_surface_metrics set definition_version = 2 "
+        "update weekly_surface_metrics set definition_version = definition_version + 1 "
         "where metric = 'support_pass_rate' and surface = 'web' and week_start = '2026-11-02'"
     )
     assert query(metrics_con, "metric_tables/check_versions").fetchall()[0][1] == "support_pass_rate"
@@ -279,16 +282,19 @@ def test_definition_headers_and_lock(tmp_path):
     text = open(source.path).read()
     (folder / "support_pass_rate.sql").write_text(text)
     lock_path = tmp_path / "lock.json"
-    assert update_lock(load_definitions(folder), lock_path) == ["support_pass_rate v1"]
+    now, bumped = f"support_pass_rate v{source.version}", f"support_pass_rate v{source.version + 1}"
+    assert update_lock(load_definitions(folder), lock_path) == [now]
     (folder / "support_pass_rate.sql").write_text(text.replace("'partial', 'no', 'unparseable'", "'partial', 'no'"))
     [problem] = lock_problems(load_definitions(folder), read_lock(lock_path))
-    assert problem.startswith("support_pass_rate v1: definition text changed without a version bump")
-    with pytest.raises(DefinitionError, match="support_pass_rate v1"):
+    assert problem.startswith(f"{now}: definition text changed without a version bump")
+    with pytest.raises(DefinitionError, match=now):
         update_lock(load_definitions(folder), lock_path)
     (folder / "support_pass_rate.sql").write_text(
-        text.replace("'partial', 'no', 'unparseable'", "'partial', 'no'").replace("-- version: 1", "-- version: 2")
+        text.replace("'partial', 'no', 'unparseable'", "'partial', 'no'").replace(
+            f"-- version: {source.version}", f"-- version: {source.version + 1}"
+        )
     )
-    assert update_lock(load_definitions(folder), lock_path) == ["support_pass_rate v2"]
+    assert update_lock(load_definitions(folder), lock_path) == [bumped]
     assert lock_problems(load_definitions(folder), read_lock(lock_path)) == []
 
 

@@ -64,7 +64,7 @@ def test_metrics_chart_and_checks_after_a_run(run):
         ).fetchall()
         weeks = {w for w, *_ in per_cell}
     assert weeks == {date(2026, 11, 2), date(2026, 11, 9)}  # Mondays
-    assert all(n == 4 and m == 4 for *_, n, m in per_cell)
+    assert all(n == 5 and m == 5 for *_, n, m in per_cell)  # the four rates and support_unjudged_rate
     evaluations = checks(result)
     for blocking in (
         "definitions_match_lock",
@@ -174,8 +174,9 @@ def test_metrics_and_trace_commands(after_a_run, capsys):
     go, warehouse = after_a_run  # one run done
     assert main(["metrics", "--weeks", "2"]) == 0
     out = capsys.readouterr().out
-    for metric in ("provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate"):
-        assert f"{metric} v1 = " in out
+    for name, version in {d.name: d.version for d in metrics_module.load_definitions()}.items():
+        if name in metrics_module.HEADLINE:
+            assert f"{name} v{version} = " in out
     assert "Week of 2026-11-02" in out and "Week of 2026-11-09" in out
     with connect(warehouse, read_only=True) as con:
         [(surface, numerator, denominator)] = con.sql(
@@ -219,7 +220,7 @@ def test_pass_rates_by_answer_model_match_the_gate_tables(first_run):
             for cid, day, surface, verdict, numeric_ok in con.sql(
                 "select citation_id, day, surface, verdict, numeric_ok from support_verdicts"
             ).fetchall()
-            if verdict != "error"  # a failed judge call is in no denominator
+            if verdict not in ("error", "unjudged")  # a failed judge call, or no judge decided: in no denominator
         ]
         got = {
             metric: {(w, s, b): (n, d, v) for w, s, b, n, d, v in rows}

@@ -191,9 +191,9 @@ def test_a_failing_check_prints_its_description_and_rows(nightly, capsys, monkey
     assert main(["run", "--logs", str(landing), "--warehouse", str(warehouse), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert (
-        "check metric_definitions.definitions_match_lock failed: end_to_end_pass_rate v1: not in the lock file" in err
+        "check metric_definitions.definitions_match_lock failed: end_to_end_pass_rate v2: not in the lock file" in err
     )
-    assert "  problems:\n    - end_to_end_pass_rate v1: not in the lock file" in err
+    assert "  problems:\n    - end_to_end_pass_rate v2: not in the lock file" in err
     assert "failed in metric_definitions:" in err
     assert (
         "Stack Trace" not in err and "Traceback" not in err and "STEP_FAILURE" not in err

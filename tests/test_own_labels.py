@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from citegate_assets.lib.calibration import calibration_summary, gate_status, wilson_bounds
+from citegate_assets.lib.judge.screen import screen_verdict
 from citegate_assets.lib.label_log import (
     LOG_NAME,
     LabelError,
@@ -33,12 +34,13 @@ from citegate_assets.lib.label_log import (
 )
 from citegate_assets.lib.labels import read_labels
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.own_labels import draw_sample, strata_counts, weights
+from citegate_assets.lib.own_labels import draw_sample, line_for, strata_counts, weights
 from citegate_assets.lib.passages import cited_passages
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_calibration, run_range
 
 from .helpers import write_jsonl
+from .judge_server import Reply, ScriptedJudgeServer
 
 PROJECT = Path(__file__).resolve().parents[1]
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 3))
@@ -348,7 +350,7 @@ def test_a_gate_is_enforced_on_own_labels_only_pooled_when_a_surface_has_too_few
     assert a["why"].startswith("reference labels only (own negatives 0 < 30): false pass upper bound 0.008 < 0.1")
     assert a["next_step"] == (
         "label about 60 more pairs (citegate label, or the review page's Label tab); connect a judge "
-        "(CITEGATE_JUDGE_BASE_URL) to decide what the offline judge cannot"
+        '(CITEGATE_JUDGE_BASE_URL; README "Connect a real judge") to decide what the offline judge cannot'
     )
     own = summary("own", None, 45, 0) + summary("own", "a", 40, 0) + summary("own", "b", 5, 0)
     [a, b] = gate_status([("a", "high"), ("b", "high")], reference + own)
@@ -374,7 +376,8 @@ def test_the_sample_is_seeded_stratified_and_holds_each_pair_once(built):
     assert first.pairs == again.pairs and [p.pair_key for p in first.pairs] != [p.pair_key for p in other.pairs]
     assert len({p.pair_key for p in larger.pairs}) == len(larger.pairs)  # one pair, however many citations
     planted = [p for p in larger.pairs if p.surface == "planted"]
-    assert len(planted) == PLANTED and counts[("planted", "yes")] + counts.get(("planted", "no"), 0) == PLANTED + 1
+    # 13 citations, 12 pairs: every planted citation is in one of its surface's strata, whatever the judge said
+    assert len(planted) == PLANTED and sum(n for (s, _), n in counts.items() if s == "planted") == PLANTED + 1
     # each surface takes its strata in turn: up to 8 pairs, no stratum more than one ahead of another unless it ran out
     for surface in first.surfaces():
         taken: dict[str, int] = {}
@@ -553,3 +556,137 @@ def test_forget_takes_a_request_out_of_the_own_labels_and_names_its_log_lines(si
         db, "select count(*) from hand_labels where starts_with(citation_id, $r || '#')", {"r": request_id}
     ) == [(0,)]
     assert rows(db, "select count(*) from hand_labels") == [(5,)]
+
+
+# ---------------------------------------------------------------------------------------------------- with tiers
+
+CASCADE_MODEL = "citegate-screen-v1 > judge-llm"
+TIERS = ("screen", "llm", "cascade")
+HUMAN = {"y": "yes", "p": "partial", "n": "no"}
+
+
+def expected_rates(frame: pl.DataFrame) -> tuple[int, int, float | None, float, int]:
+    """labels, false passes, the weighted false pass rate and coverage, and the false fails of one tier's rows
+    (human, verdict, weight), from the rule README "Calibration" states: undecided and unjudged are not yes."""
+    negatives = frame.filter(pl.col("human") != "yes")
+    passed = negatives.filter(pl.col("verdict") == "yes")
+    decided = frame.filter(~pl.col("verdict").is_in(["undecided", "unjudged"]))
+    fails = frame.filter((pl.col("human") == "yes") & (pl.col("verdict") != "yes")).height
+    return (
+        frame.height,
+        passed.height,
+        passed["weight"].sum() / negatives["weight"].sum() if negatives.height else None,
+        decided["weight"].sum() / frame["weight"].sum(),
+        fails,
+    )
+
+
+def test_each_tier_is_calibrated_on_reference_and_own_labels_and_the_gate_reads_the_cascade_on_own(site, monkeypatch):
+    """A cascade calibrated on own and reference labels: one row per (tier, labels, surface); every tier on the
+    reference labels (unweighted) and on the own labels (weighted: W_h = N_h / n_h), pooled and per surface; the gate
+    status rests on the cascade tier's own rows. Offline, an undecided own label is unjudged: a negative without a
+    false pass, a false fail on a human yes."""
+    monkeypatch.delenv("CITEGATE_JUDGE_BASE_URL", raising=False)
+    monkeypatch.delenv("CITEGATE_JUDGE_MODEL", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(site / "dagster_home"))
+    kinds = truth_labels(site)
+    with connect(site / "w.published.duckdb", read_only=True) as con:
+        sample = draw_sample(con, 1, 100)
+        stratum_n = {(s, v): n for s, v, n in strata_counts(con).iter_rows()}
+    labels = site / "w.labels"
+    for pair in sample.pairs:
+        append_label(labels, make_line(**line_for(pair, sample, HUMAN[kinds.get(pair.citation_id, "y")], "ann")))
+    demo = (PROJECT / "labels" / "demo-labels.jsonl").read_text(encoding="utf-8").splitlines()
+    (labels / "reference.jsonl").write_text("\n".join(demo[:40]) + "\n", encoding="utf-8")
+    in_stratum = {}
+    for pair in sample.pairs:
+        in_stratum[(pair.surface, pair.verdict)] = in_stratum.get((pair.surface, pair.verdict), 0) + 1
+    screen = [screen_verdict(p.passage, p.claim) for p in sample.pairs]
+    own = pl.DataFrame(
+        {
+            "surface": [p.surface for p in sample.pairs],
+            "human": [HUMAN[kinds.get(p.citation_id, "y")] for p in sample.pairs],
+            "screen": screen,
+            "weight": [stratum_n[(p.surface, p.verdict)] / in_stratum[(p.surface, p.verdict)] for p in sample.pairs],
+        }
+    )
+    assert own.filter(pl.col("screen") == "undecided").height > 10 and own.filter(pl.col("screen") == "yes").height
+
+    db = site / "w.duckdb"
+    config = site / "citegate.toml"
+    with ScriptedJudgeServer(lambda req, i: Reply("yes")) as server:  # the LLM passes all it is sent
+        config.write_text(
+            CONFIG + f"[judge]\nbase_url = '{server.base_url}'\nmodel = 'judge-llm'\nmode = 'cascade'\n"
+            "max_retries = 1\ntimeout_s = 5\n"
+        )
+        assert run_calibration(warehouse=db, config_file=config, labels=labels).success
+    found = {
+        (tier, origin, surface): rest
+        for tier, origin, surface, *rest in rows(
+            db,
+            "select tier, label_origin, surface, labels, false_passes, false_pass_rate, coverage, false_fails, "
+            "wilson_high from judge_calibration where scope = 'no_or_partial' and judge_model = $m",
+            {"m": CASCADE_MODEL},
+        )
+    }
+    surfaces = sorted(own["surface"].unique().to_list())
+    keys = [("reference", None), ("own", None)] + [("own", s) for s in surfaces]
+    assert sorted(found, key=str) == sorted(((t, o, s) for t in TIERS for o, s in keys), key=str)
+    assert {t: found[(t, "reference", None)][0] for t in TIERS} == {
+        "screen": 40,
+        "llm": 40
+        - sum(screen_verdict(json.loads(r)["passage"], json.loads(r)["claim"]) in ("yes", "no") for r in demo[:40]),
+        "cascade": 40,
+    }
+    by_tier = {
+        "screen": own.with_columns(verdict=pl.col("screen")),
+        "llm": own.filter(pl.col("screen") == "undecided").with_columns(verdict=pl.lit("yes")),
+        "cascade": own.with_columns(
+            verdict=pl.when(pl.col("screen") == "undecided").then(pl.lit("yes")).otherwise(pl.col("screen"))
+        ),
+    }
+    for tier, frame in by_tier.items():
+        for surface in [None, *surfaces]:
+            part = frame if surface is None else frame.filter(pl.col("surface") == surface)
+            n, false_passes, rate, coverage, false_fails = expected_rates(part)
+            got = found[(tier, "own", surface)]
+            assert got[:2] == [n, false_passes] and got[4] == false_fails, (tier, surface, got)
+            assert (got[2], got[3]) == pytest.approx((rate, coverage)), (tier, surface, got)
+    # the LLM said yes to every pair it was sent: the cascade passes more negatives than the screen
+    assert found[("cascade", "own", None)][1] > found[("screen", "own", None)][1]
+    assert set(
+        rows(
+            db,
+            "select tier, label_origin from judge_calibration_confusion where judge_model = $m",
+            {"m": CASCADE_MODEL},
+        )
+    ) == {(t, o) for t in TIERS for o in ("reference", "own")}
+
+    gates = rows(
+        db,
+        "select surface, judge_model, labels, pooled, false_pass_upper from support_gate_status where stakes <> 'off'",
+    )
+    assert gates and {(model, labels) for _, model, labels, _, _ in gates} == {(CASCADE_MODEL, "own")}
+    for surface, _, _, pooled, upper in gates:
+        assert upper == pytest.approx(found[("cascade", "own", None if pooled else surface)][5]), surface
+
+    # no endpoint: the screen alone, and what it leaves is unjudged
+    config.write_text(CONFIG)
+    assert run_calibration(warehouse=db, config_file=config, labels=labels).success
+    [(n, negatives, false_passes, positives, false_fails, decided)] = rows(
+        db,
+        "select labels, negatives, false_passes, positives, false_fails, decided from judge_calibration "
+        "where judge_model = 'citegate-screen-v1' and label_origin = 'own' and surface is null "
+        "and scope = 'no_or_partial'",
+    )
+    human_yes = own.filter(pl.col("human") == "yes")
+    assert (n, negatives, positives) == (own.height, own.height - human_yes.height, human_yes.height)
+    assert false_passes == own.filter((pl.col("human") != "yes") & (pl.col("screen") == "yes")).height
+    assert false_fails == human_yes.filter(pl.col("screen") != "yes").height  # unjudged included
+    assert decided == own.filter(pl.col("screen") != "undecided").height
+    [(unjudged,)] = rows(
+        db,
+        "select sum(n) from judge_calibration_confusion where judge_model = 'citegate-screen-v1' "
+        "and label_origin = 'own' and judge_verdict = 'unjudged'",
+    )
+    assert unjudged == own.filter(pl.col("screen") == "undecided").height

@@ -62,7 +62,8 @@ def test_every_failing_citation_is_queued_once_with_its_reason(demo):
                    case when v.verdict = 'unparseable' then 'judge_unparseable'
                         when v.verdict = 'no' then 'support_no'
                         when v.verdict = 'partial' then 'support_partial'
-                        when not n.numeric_ok then 'numeric_mismatch' end
+                        when not n.numeric_ok then 'numeric_mismatch'
+                        when v.verdict = 'unjudged' then 'support_unjudged' end
             from provenance_results r
             join numeric_checks n using (citation_id)
             left join support_verdicts v using (citation_id)
@@ -73,7 +74,8 @@ def test_every_failing_citation_is_queued_once_with_its_reason(demo):
     for cid, reason in expected_support.items():
         assert queued.get(cid) == reason  # None for a passing citation: it is not in the queue
     assert any(r is None for r in expected_support.values())  # some citations pass both gates
-    assert {"support_partial", "numeric_mismatch", "span_truncated"} <= set(queued.values())
+    # the offline judge is the screen: what it leaves undecided is queued in its own group, never passed
+    assert {"support_unjudged", "numeric_mismatch", "span_truncated"} <= set(queued.values())
 
 
 def test_each_entry_carries_what_a_reviewer_needs(demo):
@@ -98,6 +100,7 @@ def test_each_entry_carries_what_a_reviewer_needs(demo):
             assert no_passage == 0, reason
         if reason in (
             "support_partial",
+            "support_unjudged",
             "support_no",
             "numeric_mismatch",
             "span_in_other_chunk",
@@ -113,7 +116,7 @@ def test_each_entry_carries_what_a_reviewer_needs(demo):
     )
     assert all(None not in c or True for c in causes.values())
     owners = dict(rows(warehouse, "select reason, any_value(owner) from citation_queue group by 1"))
-    assert owners["span_truncated"] == "rag-platform" and owners["support_partial"] == "content-quality"
+    assert owners["span_truncated"] == "rag-platform" and owners["support_unjudged"] == "content-quality"
 
 
 def test_queue_cli_groups_with_counts(demo, capsys):
@@ -139,7 +142,7 @@ def test_queue_cli_groups_with_counts(demo, capsys):
 def test_review_round_trip_changes_status_and_feeds_calibration(demo, capsys):
     warehouse, landing, tmp_path = demo
     [(accepted,)] = rows(
-        warehouse, "select citation_id from citation_queue where reason = 'support_partial' order by 1 limit 1"
+        warehouse, "select citation_id from citation_queue where reason = 'support_unjudged' order by 1 limit 1"
     )
     [(escalated,)] = rows(
         warehouse, "select citation_id from citation_queue where reason = 'span_truncated' order by 1 limit 1"
@@ -225,6 +228,23 @@ def test_best_evidence_causes():
         decide_cause("no", True, [{"chunk_id": "b", "verdict": "yes", "numeric_ok": False, "coverage": 0.9}], True)[0]
         == "ranking_or_chunking"
     )
+
+
+@pytest.mark.parametrize("unknown", ["unjudged", "error"])
+def test_best_evidence_never_rests_a_cause_on_a_passage_no_judge_decided(unknown):
+    def cand(chunk: str, verdict: str, numeric_ok: bool = True) -> dict:
+        return {"chunk_id": chunk, "verdict": verdict, "numeric_ok": numeric_ok, "coverage": 0.5}
+
+    # a candidate no judge decided could be the full support: neither generation nor no_evidence
+    assert decide_cause("partial", True, [cand("c", unknown)], True) == ("unknown", None, None)
+    assert decide_cause("no", True, [cand("c", "no"), cand("d", unknown)], True) == ("unknown", None, None)
+    # the cited passage undecided: it could be the partial support that makes it generation
+    assert decide_cause(unknown, False, [cand("c", "no")], True) == ("unknown", None, None)
+    assert decide_cause(unknown, False, [cand("c", "partial")], True) == ("unknown", None, None)
+    # what is known still decides: another passage the judge fully passed, a partial one beside an undecided one
+    assert decide_cause(unknown, False, [cand("c", "yes")], True) == ("ranking_or_chunking", "c", "yes")
+    assert decide_cause("no", True, [cand("c", "partial"), cand("d", unknown)], True)[0] == "ranking_or_chunking"
+    assert decide_cause(unknown, False, [], False) == (None, None, None)
 
 
 def test_top_candidates_rank_by_claim_coverage():

@@ -12,14 +12,15 @@ from citegate_assets.lib.calibration import (
     calibration_summary,
     confusion,
     gate_status,
+    tier_summary,
 )
-from citegate_assets.lib.judge.factory import effective_judge_config
+from citegate_assets.lib.cascade import judge_tiered
 from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
+from citegate_assets.lib.judge.tiers import TO_LLM
 from citegate_assets.lib.label_log import labeller_agreement
 from citegate_assets.lib.labels import read_labels, read_labels_empty
 from citegate_assets.lib.own_labels import classify, own_citations, strata_counts, weights
 from citegate_assets.lib.reporting import gate_summary, markdown_table
-from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
@@ -51,6 +52,10 @@ CALIBRATION_SCHEMA = {
     "effective_positives": pl.Float64,
     "label_origin": pl.String,
     "surface": pl.String,
+    "tier": pl.String,
+    "decided": pl.Int32,
+    "coverage": pl.Float64,
+    "said_no_on_yes": pl.Int32,
 }
 GATE_SCHEMA = {
     "surface": pl.String,
@@ -169,29 +174,36 @@ def judge_calibration(
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """The configured judge on the hand labels (through the cache): confusion matrix, false pass rate and false
-    fail rate, each with its 95% interval; on the reference labels (unweighted), and on the own labels weighted back
-    to the traffic's mix, pooled and per surface."""
+    fail rate, each with its 95% interval, per tier (the screen's, the LLM judge's on what the screen left, and the
+    cascade's combined; one tier when only one judge is configured, with each tier's coverage), each on the reference
+    labels (unweighted) and on the own labels weighted back to the traffic's mix, pooled and per surface."""
     config = citegate_config.config()
-    the_judge = judge.build(config)
+    tiers = judge.tiers(config)
     with warehouse.connect() as con:
         labels = query(con, "support/calibration_labels").pl()
     items = labels.select(item_id="label_id", passage="passage_normalized", claim="claim_normalized")
-    results, facts = judge_items(warehouse.connect, items, the_judge, config.judge.prices)
+    results, facts = judge_tiered(warehouse.connect, items, tiers, config.judge.prices)
     pairs = labels.select("label_id", "origin", "pair_key", "citation_id", human_label="label").join(
-        results.select(label_id="item_id", judge_verdict="verdict"), on="label_id"
+        results.select(label_id="item_id", judge_verdict="verdict", screen_verdict="screen_verdict"), on="label_id"
     )
     now = utc_now()
     cal = config.calibration
 
     def summarized(frame: pl.DataFrame, origin: str, surface: str | None) -> list[dict]:
-        rows = calibration_summary(
-            frame,
-            cal.false_pass_threshold,
-            cal.min_negatives,
-            false_fail_threshold=cal.false_fail_threshold,
-            min_positives=cal.min_positives,
-        )
-        return [{**row, "label_origin": origin, "surface": surface} for row in rows]
+        rows = []
+        for tier, part in tier_pairs(frame, tiers.tier).items():
+            extra = {**tier_summary(part), "tier": tier, "label_origin": origin, "surface": surface}
+            rows += [
+                {**row, **extra}
+                for row in calibration_summary(
+                    part,
+                    cal.false_pass_threshold,
+                    cal.min_negatives,
+                    false_fail_threshold=cal.false_fail_threshold,
+                    min_positives=cal.min_positives,
+                )
+            ]
+        return rows
 
     reference = pairs.filter(pl.col("origin") != OWN)
     own = pairs.filter(pl.col("origin") == OWN)
@@ -205,51 +217,73 @@ def judge_calibration(
         for surface in sorted(weighted["stratum_surface"].unique().to_list()):
             rows += summarized(weighted.filter(pl.col("stratum_surface") == surface), OWN, surface)
     summary = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA).with_columns(
-        judge_model=pl.lit(the_judge.model),
+        judge_model=pl.lit(tiers.model),
         template_version=pl.lit(TEMPLATE_VERSION),
         computed_at=pl.lit(now, dtype=UTC_TIMESTAMP),
     )
+    counted = [(origin, part) for origin, part in ((REFERENCE, reference), (OWN, own)) if part.height]
     matrix = pl.concat(
         [
-            confusion(part).with_columns(label_origin=pl.lit(origin))
-            for origin, part in ((REFERENCE, reference), (OWN, own))
-            if part.height
+            confusion(by_tier).with_columns(label_origin=pl.lit(origin), tier=pl.lit(tier))
+            for origin, part in counted or [(REFERENCE, pairs)]
+            for tier, by_tier in tier_pairs(part, tiers.tier).items()
         ]
-        or [confusion(pairs).with_columns(label_origin=pl.lit(REFERENCE))]
-    ).with_columns(judge_model=pl.lit(the_judge.model), template_version=pl.lit(TEMPLATE_VERSION))
-    params = {"judge_model": the_judge.model, "template_version": TEMPLATE_VERSION}
+    ).with_columns(judge_model=pl.lit(tiers.model), template_version=pl.lit(TEMPLATE_VERSION))
+    params = {"judge_model": tiers.model, "template_version": TEMPLATE_VERSION}
     with warehouse.connect() as con, transaction(con):
         run_script(con, "support/delete_calibration", params)
         append_frame(con, "judge_calibration", summary)
         append_frame(con, "judge_calibration_confusion", matrix)
     pivot = (
-        matrix.pivot(on="judge_verdict", index=["label_origin", "human_label"], values="n")
+        matrix.filter(pl.col("tier") == tiers.tier)
+        .pivot(on="judge_verdict", index=["label_origin", "human_label"], values="n")
         .fill_null(0)
         .sort("label_origin", "human_label")
     )
-    headline = summary.filter((pl.col("scope") == "no_or_partial") & pl.col("surface").is_null())
-    main = next(r for r in headline.iter_rows(named=True))
+    pooled = summary.filter((pl.col("scope") == "no_or_partial") & pl.col("surface").is_null())
+    headline = pooled.filter(pl.col("tier") == tiers.tier)
+    main = headline.row(0, named=True)
     for row in headline.iter_rows(named=True):
         context.log.info(
-            f"{the_judge.model} on {row['labels']} {row['label_origin']} labels: {row['false_passes']} false passes "
+            f"{tiers.model} on {row['labels']} {row['label_origin']} labels: {row['false_passes']} false passes "
             f"of {row['negatives']} no/partial, {row['false_fails']} false fails of {row['positives']} yes"
         )
+    by_tier = pooled.select(
+        "tier",
+        "label_origin",
+        "labels",
+        "decided",
+        "coverage",
+        "negatives",
+        "false_passes",
+        "false_pass_rate",
+        "wilson_high",
+        "positives",
+        "false_fails",
+        "said_no_on_yes",
+        "false_fail_rate",
+    )
+    decisive = summary.filter(pl.col("tier") == tiers.tier)
     shown = ["label_origin", "surface", "scope", "negatives", "effective_negatives", "false_passes"]
     return dg.MaterializeResult(
         metadata={
-            "judge_model": the_judge.model,
+            "judge_model": tiers.model,
             "template_version": TEMPLATE_VERSION,
             "labels": labels.height,
             "own_labels": own.height,
             "judge_calls": facts["judge_calls"],
+            "llm_calls": facts["llm_calls"],
             "cache_hits": facts["cache_hits"],
             **_rate_metadata(main),
+            "tiers (no or partial negatives)": dg.MetadataValue.md(markdown_table(by_tier)),
             "false_pass_rate": dg.MetadataValue.md(
-                markdown_table(summary.select(*shown, "false_pass_rate", "wilson_low", "wilson_high", "calibrated"), 40)
+                markdown_table(
+                    decisive.select(*shown, "false_pass_rate", "wilson_low", "wilson_high", "calibrated"), 40
+                )
             ),
             "false_fail_rate (human yes, judge not yes)": dg.MetadataValue.md(
                 markdown_table(
-                    summary.filter(pl.col("scope") == "no_or_partial").select(
+                    decisive.filter(pl.col("scope") == "no_or_partial").select(
                         "label_origin",
                         "surface",
                         "positives",
@@ -269,6 +303,19 @@ def judge_calibration(
     )
 
 
+def tier_pairs(judged: pl.DataFrame, tier: str) -> dict[str, pl.DataFrame]:
+    """The labels with each tier's verdict as judge_verdict (other columns, an own label's weight say, kept). A
+    cascade: the screen's own answers on every label, the LLM judge's on the labels the screen left to it, and the
+    combined verdicts; one tier alone: its verdicts."""
+    if tier != "cascade":
+        return {tier: judged}
+    return {
+        "screen": judged.with_columns(judge_verdict=pl.col("screen_verdict")),
+        "llm": judged.filter(pl.col("screen_verdict").is_in(list(TO_LLM))),
+        "cascade": judged,
+    }
+
+
 # support_verdicts: judged_per_week counts this run's verdicts too, not only last night's
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=[judge_calibration, "support_verdicts"], pool=DUCKDB_POOL)
 def support_gate_status(
@@ -281,10 +328,15 @@ def support_gate_status(
     the surface's or pooled) or not, which labels that rests on (own, reference), what it costs (the false fail
     rate, too_strict, the true citations it queues a week) and the next step."""
     config = citegate_config.config()
-    model = judge.build(config).model
-    offline = not effective_judge_config(config.judge).base_url
+    tiers = judge.tiers(config)
+    model = tiers.model
+    offline = tiers.llm is None
     with warehouse.connect() as con:
-        rel = query(con, "support/calibration_of_judge", {"judge_model": model, "template_version": TEMPLATE_VERSION})
+        rel = query(
+            con,
+            "support/calibration_of_judge",
+            {"judge_model": model, "template_version": TEMPLATE_VERSION, "tier": tiers.tier},
+        )
         cols, rows = rel.columns, rel.fetchall()
         seen = [s for (s,) in query(con, "support/cited_surfaces").fetchall()]
         volume = query(con, "support/judged_per_week", {"window_days": JUDGED_WINDOW_DAYS}).fetchall()

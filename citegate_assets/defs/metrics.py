@@ -124,7 +124,8 @@ def _check(name: str, description: str, blocking: bool) -> dg.AssetCheckSpec:
             "weekly_surface_metrics",
             group_name="metrics",
             kinds={"duckdb"},
-            description="The four weekly rates per surface (ISO weeks, Monday, UTC), each with numerator, "
+            description="The weekly rates per surface (ISO weeks, Monday, UTC: the four headline rates and the "
+            "unjudged share), each with numerator, "
             "denominator and definition version.",
             # support_gate_status: the uncalibrated-judge check reads it, so it must be this run's, not last night's
             deps=[

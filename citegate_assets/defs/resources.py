@@ -21,7 +21,8 @@ import duckdb
 
 from citegate_assets.lib.config import Config, JudgeConfig, load_config, parse_config
 from citegate_assets.lib.judge.base import Judge
-from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge
+from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge, make_tiers
+from citegate_assets.lib.judge.tiers import JudgeTiers
 from citegate_assets.lib.runlock import open_lock, run_lock
 from citegate_assets.lib.settings import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
 from citegate_assets.lib.warehouse import connect, ensure_schema
@@ -133,18 +134,29 @@ class ReviewFilesResource(dg.ConfigurableResource):
 class JudgeResource(dg.ConfigurableResource):
     """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL, and the API key
     from the variable [judge].api_key_env names.
-    No endpoint configured: the offline judge ([judge].offline: citegate-lexical-v3 by default)."""
+    No endpoint configured: the offline judge ([judge].offline: the screen citegate-screen-v1 by default)."""
 
     base_url: str = ""  # when set, overrides the file and the environment
     model: str = ""
 
     def build(self, config: Config, *, slots: int = 1) -> Judge:
-        """slots: the judge pool's limit; this step keeps its share of [judge] concurrency in flight."""
+        """The judge a single-tier reader calls: the LLM judge, else the offline judge. slots: the judge pool's
+        limit; this step keeps its share of [judge] concurrency in flight."""
+        return make_judge(self._config(config, slots), env=self._env())
+
+    def tiers(self, config: Config, *, slots: int = 1) -> JudgeTiers:
+        """The support gate's judges: the screen, the LLM judge, or both ([judge] mode = "cascade")."""
+        return make_tiers(self._config(config, slots), env=self._env())
+
+    def _config(self, config: Config, slots: int) -> JudgeConfig:
         cfg = effective_judge_config(config.judge)
         if self.base_url or self.model:
             cfg = replace(cfg, base_url=self.base_url or cfg.base_url, model=self.model or cfg.model)
-        cfg = judge_share(cfg, slots)
-        return make_judge(cfg, env={k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)})
+        return judge_share(cfg, slots)
+
+    @staticmethod
+    def _env() -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k not in (ENV_BASE_URL, ENV_MODEL)}
 
 
 def judge_share(cfg: JudgeConfig, slots: int) -> JudgeConfig:

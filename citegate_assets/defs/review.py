@@ -7,13 +7,13 @@ import dagster as dg
 import polars as pl
 
 from citegate_assets.lib.best_evidence import decide_cause, top_candidates
+from citegate_assets.lib.cascade import judge_tiered
 from citegate_assets.lib.numbers import numeric_piece
 from citegate_assets.lib.passages import other_passages
 from citegate_assets.lib.policies import registered_policies
 from citegate_assets.lib.processes import map_rows
 from citegate_assets.lib.reporting import markdown_table
 from citegate_assets.lib.reviews import latest_by_citation, read_reviews
-from citegate_assets.lib.support import judge_items
 from citegate_assets.lib.text_store import streamed_text
 from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
@@ -37,10 +37,11 @@ def best_evidence(
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
     """For each support failure: did another passage in the prompt support the claim? generation,
-    ranking_or_chunking or no_evidence."""
+    ranking_or_chunking or no_evidence; unknown when a passage no judge could decide leaves it open. The other
+    passages go through the support gate's tiers (the screen first in a cascade, online)."""
     start, end = partition_days(context)
     config = citegate_config.config()
-    the_judge = judge.build(config, slots=judge_slots(context))
+    tiers = judge.tiers(config, slots=judge_slots(context))
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         failures = query(con, "review/support_failures", params).pl()
@@ -55,10 +56,10 @@ def best_evidence(
         others.join(assessed.filter("assessed").select("citation_id"), on="citation_id"),
         int(config.queue.best_evidence_k),
     )
-    verdicts, facts = judge_items(
+    verdicts, facts = judge_tiered(
         warehouse.connect,
         best.select(item_id=pl.col("citation_id") + "|" + pl.col("chunk_id"), passage="passage", claim="claim"),
-        the_judge,
+        tiers,
         config.judge.prices,
         side_by_side=judge_order(context),
     )
@@ -119,6 +120,8 @@ def best_evidence(
         metadata={
             **row_count_metadata(start, end, frame.height),
             "extra_judge_calls": facts["judge_calls"],
+            "extra_llm_calls": facts["llm_calls"],
+            "candidates_unjudged": facts["unjudged"],
             "cache_hits": facts["cache_hits"],
             "causes": dg.MetadataValue.md(markdown_table(causes, 40)),
         }

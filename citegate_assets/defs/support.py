@@ -8,6 +8,7 @@ import polars as pl
 
 from citegate_assets.lib.agreement import SALT as AGREEMENT_SALT
 from citegate_assets.lib.agreement import agreement, confusion_rows
+from citegate_assets.lib.cascade import cascade_line, judge_tiered
 from citegate_assets.lib.config import JudgeConfig
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
@@ -101,44 +102,52 @@ def support_verdicts(
     citegate_config: CitegateConfigResource,
     judge: JudgeResource,
 ) -> dg.MaterializeResult:
-    """The judge's verdict per selected citation: the seed's prompt with only the passage and the claim, cached."""
+    """The judge's verdict per selected citation: the seed's prompt with only the passage and the claim, cached.
+    With [judge] mode = "cascade" the screen decides first and the LLM judge gets only what it leaves undecided;
+    with no endpoint, what the screen leaves undecided is `unjudged` (never a pass). decided_by names the tier."""
     start, end = partition_days(context)
     config = citegate_config.config()
-    the_judge = judge.build(config, slots=judge_slots(context))
+    tiers = judge.tiers(config, slots=judge_slots(context))
     params = {"start": start, "end": end}
     with warehouse.connect() as con:
         rows = cited_passages(con, start, end, selected_only=True)
         numeric = dict(query(con, "support/numeric_ok", params).fetchall())
-    context.log.info(f"judging {rows.height:,} citations with {the_judge.model}")
+    context.log.info(f"judging {rows.height:,} citations with {tiers.describe()}")
 
     def progress(done: int, total: int) -> None:
         if done == total or done % 500 == 0:
             context.log.info(f"judge: {done:,}/{total:,} calls")
 
     items = rows.rename({"citation_id": "item_id"})
-    client = batch_client(config.judge, the_judge, warehouse)
-    if client is not None:
-        context.log.info(f"judge mode batch: uncached pairs go to {the_judge.model} through the Batch API")
-        try:
-            results, facts = judge_items_batch(
-                warehouse.connect, items, client, config.judge.prices, days=(start, end), log=context.log.info
+    client = batch_client(config.judge, tiers.llm, warehouse) if tiers.llm is not None else None
+    try:
+        if client is not None:
+            context.log.info(f"judge mode batch: uncached pairs go to {client.model} through the Batch API")
+        elif config.judge.mode == "batch":
+            context.log.info(f"judge mode batch needs an endpoint: {tiers.model} runs in process")
+        batch = client
+
+        def through_batch(part: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+            assert batch is not None
+            return judge_items_batch(
+                warehouse.connect, part, batch, config.judge.prices, days=(start, end), log=context.log.info
             )
-        finally:
-            client.close()
-    else:
-        if config.judge.mode == "batch":
-            context.log.info(f"judge mode batch needs an endpoint: {the_judge.model} runs in process")
-        results, facts = judge_items(
+
+        results, facts = judge_tiered(
             warehouse.connect,
             items,
-            the_judge,
+            tiers,
             config.judge.prices,
             progress=progress,
             side_by_side=judge_order(context),
+            llm_runner=through_batch if client is not None else None,
         )
+    finally:
+        if client is not None:
+            client.close()
     verdicts = (
         rows.select("citation_id", "request_id", "day", "surface", "answer_model")
-        .join(results.rename({"item_id": "citation_id"}), on="citation_id", how="left")
+        .join(results.drop("screen_verdict").rename({"item_id": "citation_id"}), on="citation_id", how="left")
         .with_columns(numeric_ok=pl.col("citation_id").replace_strict(numeric, default=False, return_dtype=pl.Boolean))
         .with_columns(
             support_pass=(pl.col("verdict") == "yes") & pl.col("numeric_ok"),
@@ -151,17 +160,31 @@ def support_verdicts(
         summary = query(con, "support/verdicts_by_surface", params).pl()
     same_model = verdicts.filter(pl.col("judge_is_answer_model")).height
     if same_model:
+        context.log.warning(f"{same_model} citations were judged by the model that wrote the answer ({tiers.model})")
+    if facts["unjudged"]:
         context.log.warning(
-            f"{same_model} citations were judged by the model that wrote the answer ({the_judge.model})"
+            f"{facts['unjudged']:,} citations are unjudged: the screen left them undecided and no LLM judge is "
+            "configured (queued as support_unjudged; never a pass)"
         )
+    if tiers.tier == "cascade":
+        context.log.info(cascade_line(facts))
     return dg.MaterializeResult(
         metadata={
             **row_count_metadata(start, end, verdicts.height),
-            "judge_model": the_judge.model,
+            "judge_model": tiers.model,
             "judge_calls": facts["judge_calls"],
+            "llm_calls": facts["llm_calls"],
             "cache_hits": facts["cache_hits"],
             "judge_errors": facts["errors"],
-            "judge_mode": "batch" if "batches_submitted" in facts else "online",
+            "judge_mode": "batch" if client is not None else tiers.mode,
+            "decided_by_screen": facts["screen_decided"],
+            "sent_to_llm": facts["sent_to_llm"],
+            "unjudged": facts["unjudged"],
+            **{
+                k: dg.MetadataValue.float(facts[k])
+                for k in ("llm_calls_saved_share", "cost_saved_usd")
+                if facts[k] is not None
+            },
             **{
                 k: facts[k]
                 for k in ("batches_submitted", "batches_resumed", "batches_collected", "batches_open", "batch_pending")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import polars as pl
 
-CAUSES = ("generation", "ranking_or_chunking", "no_evidence")
+CAUSES = ("generation", "ranking_or_chunking", "no_evidence", "unknown")
+# a verdict that says nothing about support: no judge could decide the pair (unjudged: the screen left it undecided
+# with no LLM judge configured), or the judge failed (error); a cause never rests on guesswork about it
+NOT_KNOWN = ("unjudged", "error")
 _WORDS = r"[a-z0-9]+"
 
 
@@ -38,9 +41,12 @@ def decide_cause(
     candidates: dicts with chunk_id, verdict, numeric_ok, coverage — already judged.
     - another passage fully supports the claim (yes, numbers included) → ranking_or_chunking;
     - the cited passage partly supports it (partial, or yes with a number it lacks), or the cited
-      passage was not judged → generation: the model overreached or misread the passage it had;
+      passage was not judged (sampled out) → generation: the model overreached or misread the passage it had;
     - another passage partly supports it while the cited one does not → ranking_or_chunking;
     - nothing in the prompt supports it → no_evidence.
+    A verdict that is not known (NOT_KNOWN: unjudged, error) on the cited passage or on a candidate leaves open every
+    cause it could change → unknown: a candidate might be the full support that makes it ranking_or_chunking, the
+    cited passage might be the partial support that makes it generation.
     Not assessed (the surface's stakes are off: no judge by policy) → (None, None, None).
     """
     if not assessed:
@@ -49,9 +55,12 @@ def decide_cause(
     full = [c for c in ordered if c["verdict"] == "yes" and c["numeric_ok"]]
     if full:
         return "ranking_or_chunking", full[0]["chunk_id"], "yes"
+    open_candidates = any(c["verdict"] in NOT_KNOWN for c in ordered)
+    if cited_verdict in NOT_KNOWN:
+        return "unknown", None, None
     if cited_verdict in ("partial", None) or (cited_verdict == "yes" and not cited_numeric_ok):
-        return "generation", None, None
+        return ("unknown" if open_candidates else "generation"), None, None
     partial = [c for c in ordered if c["verdict"] in ("partial", "yes")]
     if partial:
         return "ranking_or_chunking", partial[0]["chunk_id"], partial[0]["verdict"]
-    return "no_evidence", None, None
+    return ("unknown" if open_candidates else "no_evidence"), None, None

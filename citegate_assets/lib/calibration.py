@@ -11,6 +11,9 @@ How verdicts count (docs/decisions.md, "Calibration scopes"):
 - `unparseable` is a judgement that is not `yes`: on a human no/partial it is a negative judged without a false
   pass; on a human yes it is a false fail (the citation fails support and is queued as `judge_unparseable`).
 - `partial` from the judge is a failure, like `no`: on a human yes it is a false fail.
+- `undecided` (the screen's own word) and `unjudged` (undecided with no LLM judge configured) are answers that are not
+  `yes`: on a human no/partial a negative without a false pass, on a human yes a false fail (an unjudged citation is
+  queued as `support_unjudged`). A tier's coverage is the share of the labels it decided (tier_summary).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import polars as pl
 Z95 = 1.959963984540054
 SCOPES = {"no_or_partial": ("no", "partial"), "no": ("no",)}
 POSITIVE = "yes"
-VERDICT_ORDER = ("yes", "partial", "no", "unparseable", "error")
+VERDICT_ORDER = ("yes", "partial", "no", "unparseable", "undecided", "unjudged", "error")
+NOT_DECIDED = ("undecided", "unjudged")  # an answer that leaves the pair to another tier, or to no one
 # support_gate_status.judged_per_week: a surface's judged citations over the last JUDGED_WINDOW_DAYS UTC days the
 # warehouse holds verdicts for (sql/support/judged_per_week.sql)
 JUDGED_WINDOW_DAYS = 28
@@ -132,6 +136,17 @@ def calibration_summary(
     return out
 
 
+def tier_summary(pairs: pl.DataFrame) -> dict:
+    """What one tier of the judge decided on its labels (human_label, judge_verdict): `decided` (a verdict other than
+    undecided, unjudged or error), `coverage` (decided over the labels it answered, error excluded; with a `weight`
+    column the weighted share, as share() does) and `said_no_on_yes` (human-yes labels it said no to: the screen's
+    false fails, which never include what it leaves)."""
+    answered = pairs.filter(pl.col("judge_verdict") != "error")
+    got = share(answered, ~pl.col("judge_verdict").is_in(list(NOT_DECIDED)))
+    said_no = answered.filter((pl.col("human_label") == POSITIVE) & (pl.col("judge_verdict") == "no")).height
+    return {"decided": got["k"], "coverage": got["rate"], "said_no_on_yes": said_no}
+
+
 def extra_queue_per_week(judged_per_week: float | None, false_fail_rate: float | None) -> float | None:
     """The queue entries a week that are true citations the judge failed, taking every judged citation as
     supported: judged citations per week × false fail rate. An upper estimate (the exact figure is the
@@ -182,7 +197,9 @@ def _false_fail_why(main: dict | None, extra: float | None, judged: float | None
 OWN, REFERENCE, NO_LABELS = "own", "reference", "none"
 REFERENCE_ONLY = "uncalibrated (reference labels only)"
 LABEL_HOW = "citegate label, or the review page's Label tab"
-CONNECT_JUDGE = "connect a judge (CITEGATE_JUDGE_BASE_URL) to decide what the offline judge cannot"
+CONNECT_JUDGE = (
+    'connect a judge (CITEGATE_JUDGE_BASE_URL; README "Connect a real judge") to decide what the offline judge cannot'
+)
 ASSUMED_NEGATIVE_SHARE = 0.5  # of own pairs, before 10 of them have been labelled
 
 

@@ -23,6 +23,7 @@ from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
 from .reasons import QUEUE_REASONS
 
 STAKES = ("high", "low", "off")
+JUDGE_MODES = ("online", "batch", "cascade")
 DEFAULT_SURFACE = "default"
 
 
@@ -200,8 +201,9 @@ class JudgeConfig:
     breaker_threshold: int = _opt(10, _integer(1))
     # model -> {"input": USD per 1M tokens, "output": ...}
     prices: dict = field(default_factory=dict, metadata={"check": _prices})
-    # online: one chat-completions call per pair; batch: the day's uncached pairs as one OpenAI Batch API job
-    mode: str = _opt("online", _choice(("online", "batch")))
+    # online: one chat-completions call per pair; batch: the day's uncached pairs as one OpenAI Batch API job;
+    # cascade: the screen first, the LLM (online) only on what it leaves undecided. Without base_url the screen alone
+    mode: str = _opt("online", _choice(JUDGE_MODES))
     # batch: how long a run polls an open batch before leaving it open for the next run (its pairs: `error`)
     batch_wait_s: float = _opt(3600.0, _number(0))
     # batch: the first poll interval, doubled after each poll up to batch_poll_max_s
@@ -214,8 +216,9 @@ class JudgeConfig:
     # batch: the nightly schedule runs from the earliest day with "batch pending" verdicts, at most this many days
     # before yesterday, so a batch still open at a run's deadline is collected by the next nightly (0: yesterday only)
     batch_pending_days: int = _opt(7, _integer(0))
-    # the judge when no base_url is set (lib/judge/factory.py): lexical (learned, citegate-lexical-v3) | heuristic
-    offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
+    # the judge when no base_url is set (lib/judge/factory.py): screen (citegate-screen-v1, fails closed) | lexical |
+    # heuristic (three-way judges kept for comparison; a warning says they do not fail closed)
+    offline: str = _opt("screen", _choice(("screen", "lexical", "heuristic")))
     # processes for the support gate's pure-Python work, the offline judge and the numeric check (lib/processes.py):
     # 0 = one per core, at most 4; 1 = in process
     workers: int = _opt(0, _integer(0))

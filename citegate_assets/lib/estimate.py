@@ -25,6 +25,11 @@ check whether judged or not (an upper bound), on the candidates best_evidence wo
 top_candidates over review/other_passages), less the pairs the support gate judges in the same run and those
 judge_cache holds; always online (best evidence is not batched), at the model's price.
 
+In a cascade ([judge] mode = "cascade" with an endpoint) the screen decides first and only what it leaves undecided
+goes to the LLM judge: the screen is cheap and deterministic, so the estimate runs it on the distinct pairs (and on
+best_evidence's candidates) and counts, for the LLM models, only the pairs it leaves; its own row (mode `screen
+(cascade)`) shows the pairs it runs on, in process, at no cost.
+
 The citations and their passages are the support gate's (lib/passages.py cited_passages: one streamed read of the
 range's prompts); sql/report/estimate_pairs.sql applies the policy and hashes them.
 
@@ -45,7 +50,9 @@ import polars as pl
 from .agreement import agreement_key
 from .best_evidence import top_candidates
 from .config import Config
+from .judge.base import Judge, JudgeRequest
 from .judge.prompt import TEMPLATE_VERSION, render_prompt
+from .judge.tiers import TO_LLM
 from .numbers import numeric_piece
 from .passages import cited_passages, other_passages
 from .policies import registered_policies
@@ -57,6 +64,7 @@ from .warehouse import query
 
 CHARS_PER_TOKEN = 4
 EVIDENCE_MODE = "best_evidence (max)"
+SCREEN_MODE = "screen (cascade)"
 MESSAGE_TOKENS = 7  # the chat format around one user message and the assistant's reply
 FRAME_CHARS = len(render_prompt("", ""))  # the template's own text around the passage and the claim
 
@@ -123,10 +131,12 @@ def estimate(
     models: dict[str, bool],
     configured: str,
     secondary: tuple[str, bool] | None = None,
+    screen: Judge | None = None,
 ) -> dict[str, pl.DataFrame]:
     """models: judge model -> offline (costs nothing, no batch); secondary: the [judge.secondary] judge's model and
-    whether it is offline, or None. Returns the frames `days`, `surfaces` (for the configured model) and `models`
-    (one row per model and mode, the secondary's last)."""
+    whether it is offline, or None; screen: the cascade's screen (the LLM models are then counted only on the pairs
+    it leaves undecided), or None. Returns the frames `days`, `surfaces` (for the configured model), `models` (one
+    row per model and mode, the secondary's last) and `screen` (pairs, decided: one row; empty without a screen)."""
     days = query(con, "report/estimate_days", {"start": start, "end": end}).pl()
     passages = cited_passages(con, start, end)
     pairs = selected_pairs(con, config, start, end, passages)
@@ -138,11 +148,19 @@ def estimate(
     tokens = [prompt_tokens(p, c) for p, c in zip(distinct["passage_chars"], distinct["claim_chars"])]
     distinct = distinct.with_columns(prompt_tokens=pl.Series(tokens, dtype=pl.Int64))
     judge = config.judge
-    evidence = evidence_pairs(con, config, passages, pairs, start, end)
+    evidence = evidence_pairs(con, config, passages, pairs, start, end, screen=screen)
+    screened = pl.DataFrame(schema={"pairs": pl.Int64, "decided": pl.Int64})
+    to_llm = distinct
+    if screen is not None:
+        texts = distinct.join(passages.select("citation_id", "passage", "claim"), on="citation_id", how="left")
+        decided = _screen_decides(screen, texts["passage"].to_list(), texts["claim"].to_list())
+        to_llm = distinct.filter(~pl.Series(decided, dtype=pl.Boolean))
+        screened = pl.DataFrame({"pairs": [distinct.height], "decided": [sum(decided)]}, schema=screened.schema)
+        rows_screen = [_calls_row(config, screen.model, SCREEN_MODE, True, distinct.height, distinct)]
     surfaces = None
     rows = []
     for model, offline in models.items():
-        cached, fresh = _uncached(con, distinct, model)
+        cached, fresh = _uncached(con, distinct if offline else to_llm, model)
         calls = fresh.height
         prompt = int(fresh["prompt_tokens"].sum()) if calls else 0
         completion = calls * int(judge.max_tokens)
@@ -150,13 +168,14 @@ def estimate(
         modes = [("offline", online)] if offline else [("online", online)]
         if not offline:
             modes.append(("batch", None if online is None else online * float(judge.batch_discount)))
+        configured_modes = (judge.mode, "offline") if judge.mode != "cascade" else ("online", "offline")
         for mode, cost in modes:
             rows.append(
                 {
                     "judge_model": model,
-                    "mode": mode + (" *" if model == configured and mode in (judge.mode, "offline") else ""),
-                    "pairs": distinct.height,
-                    "cached": distinct.height - calls,
+                    "mode": mode + (" *" if model == configured and mode in configured_modes else ""),
+                    "pairs": distinct.height if offline else to_llm.height,
+                    "cached": (distinct.height if offline else to_llm.height) - calls,
                     "calls": calls,
                     "prompt_tokens": prompt,
                     "completion_tokens": completion,
@@ -168,7 +187,10 @@ def estimate(
             surfaces = _by_surface(pairs, model, cached)
     if secondary is not None and judge.secondary is not None:
         rows.append(_secondary_row(con, config, chosen, *secondary))
+    if screen is not None:
+        rows = rows_screen + rows
     return {
+        "screen": screened,
         "days": days,
         "without_text": pl.DataFrame({"citations": [without_text.height]}, schema={"citations": pl.Int64}),
         "surfaces": surfaces if surfaces is not None else _by_surface(pairs, configured, set()),
@@ -195,11 +217,14 @@ def evidence_pairs(
     pairs: pl.DataFrame,
     start: date,
     end: date,
+    *,
+    screen: Judge | None = None,
 ) -> pl.DataFrame:
     """The distinct (passage, claim) pairs best_evidence would judge if every citation the support gate judges
     failed: those citations and the ones whose claim has a number their passage lacks (a failure, judged or not), of
-    surfaces whose stakes are not off, each with its best [queue] best_evidence_k other passages. Columns:
-    passage_sha256, claim_sha256, passage_chars, claim_chars, prompt_tokens (as PAIR_SCHEMA)."""
+    surfaces whose stakes are not off, each with its best [queue] best_evidence_k other passages; with a cascade's
+    screen, only those it leaves undecided. Columns: passage_sha256, claim_sha256, passage_chars, claim_chars,
+    prompt_tokens (as PAIR_SCHEMA)."""
     k = int(config.queue.best_evidence_k)
     present = passages.filter(pl.col("passage").is_not_null() & pl.col("claim").is_not_null())
     assessed = [s for s in present["surface"].unique().to_list() if config.surface(s).stakes != "off"]
@@ -216,6 +241,9 @@ def evidence_pairs(
     failures = failing.select("citation_id", "request_id", "day", "claim").join(chunks, on="citation_id")
     best = top_candidates(other_passages(con, failures, start, end), k)
     distinct = best.unique(["passage", "claim"], keep="first", maintain_order=True)
+    if screen is not None:
+        decided = _screen_decides(screen, distinct["passage"].to_list(), distinct["claim"].to_list())
+        distinct = distinct.filter(~pl.Series(decided, dtype=pl.Boolean))
     passage, claim = distinct["passage"].to_list(), distinct["claim"].to_list()
     return pl.DataFrame(
         {
@@ -227,6 +255,12 @@ def evidence_pairs(
         },
         schema={**empty.schema, "prompt_tokens": pl.Int64},
     )
+
+
+def _screen_decides(screen: Judge, passages: list[str | None], claims: list[str | None]) -> list[bool]:
+    """Whether the cascade's screen decides each pair (yes or no): what it decides never reaches the LLM judge."""
+    requests = [JudgeRequest(str(i), p or "", c or "") for i, (p, c) in enumerate(zip(passages, claims))]
+    return [r.verdict not in TO_LLM for r in screen.judge(requests)] if requests else []
 
 
 def _sha(text: str) -> str:
@@ -330,6 +364,17 @@ def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: 
     ingested = int(days["citations"].sum()) if days.height else 0
     gated = int(days["gated"].sum()) if days.height else 0
     last = end - timedelta(days=1)
+    screened = result.get("screen")
+    cascade = []
+    if screened is not None and screened.height:
+        n, decided = int(screened["pairs"][0]), int(screened["decided"][0])
+        cascade = [
+            "",
+            f'Cascade ([judge] mode = "cascade"): the screen decides {decided:,} of the {n:,} distinct pairs in '
+            f"process ({decided / n if n else 0:.1%} of the LLM calls saved)",
+            "  the LLM rows count only the pairs it leaves undecided (the screen ran on them now; it is cheap and "
+            "deterministic); best_evidence's candidates likewise",
+        ]
     lines = [
         f"Estimate for {start} .. {last} ({days.height} day(s) with citations in the warehouse): nothing was called.",
         f"  citations ingested {ingested:,}, through the provenance gate {gated:,}"
@@ -354,6 +399,7 @@ def render(result: dict[str, pl.DataFrame], start: date, end: date, configured: 
         )
         + ":",
         text_table(models, max_rows=200),
+        *cascade,
         "",
         f"Tokens: prompt = ceil(characters of the rendered prompt / {CHARS_PER_TOKEN}) + {MESSAGE_TOKENS} per call "
         "(no tokenizer: an approximation); completion = [judge].max_tokens per call (an upper bound). "

@@ -23,7 +23,13 @@ METRICS_DIR = SQL_DIR / "metrics"
 LOCK_FILE = METRICS_DIR / "metrics.lock.json"
 HEADER_KEYS = ("name", "version", "kind", "description", "numerator", "denominator")
 KINDS = ("rate", "breakdown", "count")
-HEADLINE = ("provenance_pass_rate", "support_pass_rate", "end_to_end_pass_rate", "queue_repair_rate")
+HEADLINE = (
+    "provenance_pass_rate",
+    "support_pass_rate",
+    "end_to_end_pass_rate",
+    "queue_repair_rate",
+    "support_unjudged_rate",  # what no judge decided, counted apart from support_pass_rate
+)
 
 
 class DefinitionError(ValueError):

@@ -17,5 +17,7 @@ ASSEMBLY_FAILURES = (
 UNVERIFIABLE = ("location_mismatch", "context_not_found")
 PROVENANCE_FAILURES = UNVERIFIABLE + ASSEMBLY_FAILURES
 SUPPORT_FAILURES = ("support_partial", "support_no", "judge_unparseable", "numeric_mismatch")
+# Not a failure found, and never a pass: the screen left the citation undecided and no LLM judge is configured
+SUPPORT_UNJUDGED = "support_unjudged"
 # A queue entry has one reason (docs/decisions.md, "Review queue"); [queue].owners keys are these
-QUEUE_REASONS = PROVENANCE_FAILURES + SUPPORT_FAILURES
+QUEUE_REASONS = PROVENANCE_FAILURES + SUPPORT_FAILURES + (SUPPORT_UNJUDGED,)

@@ -14,6 +14,10 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from citegate_assets.lib.calibration import wilson_interval
+from citegate_assets.lib.cascade import cascade_line, cascade_savings
+from citegate_assets.lib.judge.base import UNJUDGED
+from citegate_assets.lib.judge.tiers import JudgeTiers
 from citegate_assets.lib.reporting import gate_summary, text_table
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.warehouse import connect, query
@@ -48,6 +52,7 @@ def calibration_report(warehouse: Path) -> str:
             text_table(
                 cal.select(
                     "judge_model",
+                    "tier",
                     "labels",
                     "surface",
                     "error",
@@ -57,10 +62,12 @@ def calibration_report(warehouse: Path) -> str:
                     "errors_made",
                     pl.col("rate", "ci95_low", "ci95_high").round(4),
                     "verdict",
+                    pl.col("coverage").round(4),
                 )
             ),
             "",
-            "Confusion matrix (rows: labels and human label, columns: judge verdict; labels counted, not weighted)",
+            "Confusion matrix (rows: judge, tier, labels and human label, columns: judge verdict; labels counted, not "
+            "weighted)",
             text_table(matrix),
             *_agreement_lines(agreement),
             "",
@@ -99,12 +106,12 @@ def _judges(gates: pl.DataFrame) -> str:
 
 
 def _judge_headlines(cal: pl.DataFrame) -> list[str]:
-    """One line per judge model, template version and labels (pooled over surfaces): its recall and both error
-    rates, in words."""
+    """One line per judge model, template version, tier and labels (pooled over surfaces): its recall and both
+    error rates, in words, and for a tier its coverage (the share of the labels it decided)."""
     lines = []
     pooled = cal.filter(pl.col("surface") == "(all)")
-    for (model, version, labels), rows in pooled.group_by(
-        "judge_model", "template_version", "labels", maintain_order=True
+    for (model, version, tier, labels), rows in pooled.group_by(
+        "judge_model", "template_version", "tier", "labels", maintain_order=True
     ):
         by = {(r["error"], r["human"]): r for r in rows.iter_rows(named=True)}
         fp, ff = by.get(("false pass", "no or partial")), by.get(("false fail", "yes"))
@@ -126,7 +133,12 @@ def _judge_headlines(cal: pl.DataFrame) -> list[str]:
                 f"false pass rate {fp['rate']:.1%}{weighted} (yes to {fp['errors_made']:,} of {fp['judged']:,} "
                 f"human no/partial labels, 95% CI {fp['ci95_low']:.1%}-{fp['ci95_high']:.1%})"
             )
-        lines.append(f"  {safe(model)} (template {safe(version)}) on {labels} labels: {fails}; {passes}")
+        coverage = rows["coverage"].drop_nulls()
+        named = tier and (tier != "llm" or " > " in model)  # an LLM judge alone is its own tier: nothing to add
+        which = f", tier {safe(tier)}" if named else ""
+        if named and coverage.len():
+            which += f", decided {coverage[0]:.1%} of the labels" + (" (weighted)" if weighted else "")
+        lines.append(f"  {safe(model)} (template {safe(version)}{which}) on {labels} labels: {fails}; {passes}")
     return lines
 
 
@@ -142,6 +154,7 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
         rejects = query(con, "report/reject_reasons").pl()
         [(rejected,)] = query(con, "report/rejects_count", {"file": None, "reason": None}).fetchall()
         support = query(con, "support/verdicts_by_surface", window).pl()
+        tiers = query(con, "report/support_tiers", window).pl()
         days = query(con, "report/days").fetchall()
     days_of = "" if plan is None else f", {plan.start} .. {plan.end}"
     return "\n".join(
@@ -163,11 +176,105 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
                 else []
             ),
             "",
-            f"Support verdicts per surface (judged citations{days_of}; pass = yes and no numeric mismatch)",
+            f"Support verdicts per surface (judged citations{days_of}; pass = yes and no numeric mismatch; screen, "
+            "llm = the verdicts each tier decided)",
             text_table(support),
+            *tier_notes(tiers),
             calibration_report(warehouse),
         ]
     )
+
+
+def judge_report(warehouse: Path, tiers: JudgeTiers) -> str:
+    """Which judge ran; the screen's false pass and recall on held-out real labels (lib/judge/screen.py HELD_OUT);
+    the hand labels calibration read, by origin, file and labeller; how to connect an LLM judge. Which labels each
+    surface's status rests on is the gate's one line (lib/reporting.py gate_summary), printed above it."""
+    from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
+
+    lines = ["", f"Judge: {safe(tiers.describe())}"]
+    if tiers.screen is not None and tiers.screen.model == SCREEN_MODEL:
+        lines.append(
+            f"  {SCREEN_MODEL} on held-out real labels (test splits used for nothing else; count = rate "
+            "[95% Wilson interval]):"
+        )
+        for h in HELD_OUT:
+            lines.append(
+                f"    {h.split} ({h.pairs:,} pairs): false pass {rate_cell(*h.false_pass)} (yes on human no or "
+                f"partial), recall {rate_cell(*h.recall)} (yes on human yes)"
+            )
+    elif tiers.screen is not None:
+        lines.append(
+            f"  {safe(tiers.screen.model)} does not fail closed: its yes held no false pass bound on held-out data "
+            '(README "The support gate")'
+        )
+    if tiers.llm is not None:
+        lines.append(
+            f"  {safe(tiers.llm.model)}: its error rates are measured on your hand labels only (the calibration above)"
+        )
+    with connect(warehouse, read_only=True) as con:
+        labels = query(con, "report/label_basis").pl()
+    lines += label_inventory(labels)
+    lines += connect_a_judge(tiers)
+    return "\n".join(lines)
+
+
+def rate_cell(k: int, n: int) -> str:
+    """count/of = rate [95% Wilson interval], in percent."""
+    if not n:
+        return "-"
+    low, high = wilson_interval(k, n)
+    return f"{k}/{n} = {100 * k / n:.1f}% [{100 * (low or 0):.1f}, {100 * (high or 0):.1f}]"
+
+
+def label_inventory(labels: pl.DataFrame) -> list[str]:
+    """The hand labels calibration read (report/label_basis.sql): per origin (own, reference), file and labeller."""
+    if not labels.height:
+        return ["  Hand labels: none (calibration rests on no labels)"]
+    total = int(labels["labels"].sum())
+    lines = [
+        f"  Hand labels calibration read ({total:,}; own: sampled from this warehouse's traffic, reference: any other):"
+    ]
+    for row in labels.iter_rows(named=True):
+        lines.append(
+            f"    {row['origin']}: {safe(row['source_file'])}, labeller {safe(row['labeller'])}: {row['labels']:,} "
+            f"({row['yes']:,} yes, {row['partial']:,} partial, {row['no']:,} no)"
+        )
+    return lines
+
+
+def connect_a_judge(tiers: JudgeTiers) -> list[str]:
+    """How to connect an LLM judge, or how the connected one is used."""
+    if tiers.llm is None:
+        return [
+            '  Connect a judge (README "Connect a real judge": OpenAI, vLLM, llama.cpp server, Ollama): an '
+            "OpenAI-compatible endpoint decides what the screen leaves, e.g.",
+            "    CITEGATE_JUDGE_BASE_URL=http://127.0.0.1:11434/v1 CITEGATE_JUDGE_MODEL=qwen2.5:7b-instruct make demo",
+            '  or [judge] base_url and model in citegate.toml, with mode = "cascade" to keep the screen in front '
+            "(the LLM judge is called only on what it leaves undecided).",
+        ]
+    if tiers.tier != "cascade":
+        return [
+            f'  [judge] mode = "cascade" puts the screen in front of {safe(tiers.llm.model)}: it is called only on '
+            "what the screen leaves undecided"
+        ]
+    return []
+
+
+def tier_notes(rows: pl.DataFrame) -> list[str]:
+    """The unjudged citations, named, and what the cascade saved; rows: judge_model, verdict, decided_by, cost_usd."""
+    notes = []
+    unjudged = rows.filter(pl.col("verdict") == UNJUDGED)
+    if unjudged.height:
+        screens = ", ".join(safe(m) for m in sorted(set(unjudged["judge_model"].to_list())))
+        notes.append(
+            f"  {unjudged.height:,} citation(s) unjudged: {screens} left them undecided and no LLM judge is "
+            "configured. Never a pass: queued as support_unjudged, outside support_pass_rate, counted in "
+            'support_unjudged_rate. Connect a judge to decide them (README "Connect a real judge").'
+        )
+    screen = rows.filter(pl.col("decided_by") == "screen")["judge_model"].unique().to_list()
+    if screen and (rows["decided_by"] == "llm").any():
+        notes.append("  " + cascade_line(cascade_savings(rows, screen[0], cascade=True)))
+    return notes
 
 
 def _ingest_notes(n: dict) -> list[str]:
@@ -266,7 +373,7 @@ def next_steps(prog: str, warehouse_flag: str, published: Path, example_query: P
         ),
         (
             f"{prog} metrics{warehouse_flag}",
-            "the four weekly numbers per surface beside their definitions; `citegate trace` for the rows",
+            "the weekly numbers per surface beside their definitions; `citegate trace` for the rows",
         ),
         ("make test", "the test suite"),
         ("README.md", "the log format, the profiles, every table, where every file goes, more example queries"),

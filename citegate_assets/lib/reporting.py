@@ -52,15 +52,17 @@ def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
 
 
 def gate_summary(rows: list[dict]) -> str:
-    """One line from the support_gate_status rows: which judge ran, on which labels each surface's support gate status
-    rests, and the next step. The run summary (and so `citegate demo`), `citegate calibrate`, `citegate metrics` and
-    every page of the review page print this line: extend it here (a new judge tier, a cost), not at each of them.
-    Surface names come from logs: escaped."""
+    """One line from the support_gate_status rows: which judge ran (with no endpoint, offline; for the screen, alone
+    or first in a cascade, its held-out figures), on which labels each surface's support gate status rests, and the
+    next step (with no endpoint, how to connect a judge). The run summary (and so `citegate demo`), `citegate
+    calibrate`, `citegate metrics` and every page of the review page print this line: extend it here (a new judge
+    tier, a cost), not at each of them. Surface names come from logs: escaped."""
     if not rows:
         return "Support gate: no status yet (run `citegate run` or `citegate calibrate`)."
-    judges = list(dict.fromkeys(safe(row["judge_model"]) for row in rows if row.get("judge_model")))
-    offline = any(row.get("judge_offline") for row in rows)
-    judge = (", ".join(judges) or "none") + (" (offline: no judge endpoint)" if offline else "")
+    models = list(dict.fromkeys(row["judge_model"] for row in rows if row.get("judge_model")))
+    notes = ["offline: no judge endpoint"] if any(row.get("judge_offline") for row in rows) else []
+    notes += screen_held_out(models)
+    judge = (", ".join(safe(m) for m in models) or "none") + (f" ({'; '.join(notes)})" if notes else "")
     groups: dict[str, list[str]] = {}
     for row in rows:
         status, labels = row["status"], row.get("labels")
@@ -75,3 +77,20 @@ def gate_summary(rows: list[dict]) -> str:
     steps = list(dict.fromkeys(row["next_step"] for row in rows if row.get("next_step")))
     step = " / ".join(steps) if steps else "none (every judged surface enforced on own labels)"
     return f"Support gate: judge {judge}; {rests}; next: {step}."
+
+
+def screen_held_out(models: list[str]) -> list[str]:
+    """The screen's false pass and recall over every held-out test split (lib/judge/screen.py HELD_OUT), when it is
+    one of the judges (alone, or the first tier of a cascade: "<screen> > <llm>")."""
+    from citegate_assets.lib.calibration import wilson_interval
+    from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
+
+    if not any(SCREEN_MODEL in model.split(" > ") for model in models):
+        return []
+    passed, negatives = (sum(h.false_pass[i] for h in HELD_OUT) for i in (0, 1))
+    found, positives = (sum(h.recall[i] for h in HELD_OUT) for i in (0, 1))
+    _, high = wilson_interval(passed, negatives)
+    return [
+        f"held out, {sum(h.pairs for h in HELD_OUT):,} real labels: the screen's false pass {passed / negatives:.1%} "
+        f"(95% upper bound {high or 0:.1%}), recall {found / positives:.1%}"
+    ]

@@ -14,7 +14,10 @@ upstream as (
     union all
     select date_trunc('week', day)::date, surface, 'end_to_end_pass_rate', count(*) from gated_citations group by all
     union all
-    select date_trunc('week', day)::date, surface, 'support_pass_rate', count(*) from support_verdicts where verdict <> 'error' group by all
+    select date_trunc('week', day)::date, surface, 'support_pass_rate', count(*) from support_verdicts
+    where verdict not in ('error', 'unjudged') group by all
+    union all
+    select date_trunc('week', day)::date, surface, 'support_unjudged_rate', count(*) from support_verdicts group by all
     union all
     select date_trunc('week', q.day)::date, q.surface, 'queue_repair_rate', count(*)
     from citation_queue q join review_outcomes o on o.citation_id = q.citation_id and o.is_latest group by all

@@ -1,8 +1,8 @@
 -- name: end_to_end_pass_rate
--- version: 1
+-- version: 2
 -- kind: rate
--- description: Share of all citations that pass both gates. Where support was sampled, each provenance-passing citation that was not judged (sampled out, stakes off, or a judge error) and has no numeric mismatch counts at the judged pass rate of its surface and week; with no judged citation that week the rate is NULL, never a guess.
--- numerator: citations with provenance ok, no numeric mismatch and judge verdict yes, plus the unjudged ones weighted at the surface-week's judged pass rate
+-- description: Share of all citations that pass both gates. Where support was sampled, each provenance-passing citation that was not judged (sampled out, stakes off, or a judge error) and has no numeric mismatch counts at the judged pass rate of its surface and week; with no judged citation that week the rate is NULL, never a guess. An unjudged citation (selected, but the screen left it undecided and no LLM judge is configured) is never a pass: it counts 0, and it counts as not passing in the judged pass rate the others are weighted at, so the estimate is a lower bound when some are unjudged.
+-- numerator: citations with provenance ok, no numeric mismatch and judge verdict yes, plus the ones not selected for judging or whose judge failed, weighted at the surface-week's judged pass rate (yes over yes, partial, no, unparseable and unjudged)
 -- denominator: all citations checked by the provenance gate
 with base as (
     select
@@ -15,7 +15,7 @@ with base as (
 judged_rate as (
     select week_start, surface, avg(case when verdict = 'yes' and numeric_ok then 1.0 else 0.0 end) as rate
     from base
-    where verdict in ('yes', 'partial', 'no', 'unparseable')
+    where verdict in ('yes', 'partial', 'no', 'unparseable', 'unjudged')
     group by week_start, surface
 )
 select
@@ -27,7 +27,7 @@ select
     case
         when b.reason <> 'ok' then 0.0
         when not coalesce(b.numeric_ok, false) then 0.0
-        when b.verdict in ('yes', 'partial', 'no', 'unparseable') then case when b.verdict = 'yes' then 1.0 else 0.0 end
+        when b.verdict in ('yes', 'partial', 'no', 'unparseable', 'unjudged') then case when b.verdict = 'yes' then 1.0 else 0.0 end
         else j.rate
     end as numerator_weight
 from base b

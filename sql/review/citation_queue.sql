@@ -18,6 +18,8 @@ with cited as (
             when v.verdict = 'no' then 'support_no'
             when v.verdict = 'partial' then 'support_partial'
             when not n.numeric_ok then 'numeric_mismatch'
+            -- the screen left it undecided and no LLM judge is configured: not a failure found, never a pass either
+            when v.verdict = 'unjudged' then 'support_unjudged'
         end as reason
     from provenance_results r
     join citations c on c.citation_id = r.citation_id and c.day >= $start and c.day < $end

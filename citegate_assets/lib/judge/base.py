@@ -12,6 +12,8 @@ from ..processes import collector_paused, map_pieces
 
 VERDICTS = ("yes", "partial", "no")
 FAILURES = ("unparseable", "error")  # never a pass; `error` is never cached
+UNDECIDED = "undecided"  # the screen's word for a pair it leaves to the LLM judge (lib/judge/screen.py)
+UNJUDGED = "unjudged"  # what the screen left undecided with no LLM judge configured: never a pass, never cached
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class JudgeRequest:
 @dataclass
 class JudgeResult:
     key: str
-    verdict: str  # yes | partial | no | unparseable | error
+    verdict: str  # yes | partial | no | unparseable | error; the screen: yes | no | undecided | error
     raw_answer: str | None  # the model's text as returned; for `error`, what went wrong
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -30,8 +30,8 @@ from openai.types.chat import ChatCompletion
 
 from .base import JudgeRequest, JudgeResult
 from .batch_state import BatchState, BatchSubmitError
-from .openai_judge import MESSAGE_LIMIT, JudgeSettings, _exc_text, cut, secret_mask
-from .parse import parse_verdict
+from .openai_judge import MESSAGE_LIMIT, JudgeSettings, _exc_text, _reasoning_of, cut, secret_mask
+from .parse import parse_reply, whole_reply
 from .prompt import TEMPLATE_VERSION, render_prompt
 
 log = logging.getLogger(__name__)
@@ -254,10 +254,11 @@ class BatchClient:
         except Exception:
             return JudgeResult(key, "error", "batch: malformed response line (not a chat completion)")
         usage = completion.usage
+        reply = whole_reply(message.content, _reasoning_of(message))
         return JudgeResult(
             key=key,
-            verdict=parse_verdict(message.content),
-            raw_answer=message.content,
+            verdict=parse_reply(reply),
+            raw_answer=reply,
             prompt_tokens=usage.prompt_tokens if usage else None,
             completion_tokens=usage.completion_tokens if usage else None,
             attempts=1,

@@ -1,10 +1,13 @@
-"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge.
+"""Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge, and the
+support gate's tiers (make_tiers: the screen, the LLM judge, or both in a cascade).
 
-With no endpoint the offline judge is citegate-lexical-v3 (lexical.py, learned); `[judge] offline = "heuristic"`
-selects the hand-tuned rules of citegate-heuristic-v1 (heuristic.py) instead."""
+With no endpoint the offline judge is the screen citegate-screen-v1 (screen.py: yes, no or undecided, failing
+closed). `[judge] offline = "lexical"` or `"heuristic"` selects the older three-way judges (citegate-lexical-v3,
+citegate-heuristic-v1) instead, with a warning: their `yes` does not fail closed on unseen data."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -14,10 +17,15 @@ from ..processes import worker_count
 from .base import Judge
 from .heuristic import HEURISTIC_MODEL
 from .lexical import LEXICAL_MODEL
+from .screen import SCREEN_MODEL
 from .secrets import NO_KEY, url_secrets
+from .tiers import JudgeTiers
 
-OFFLINE_JUDGES = {"lexical": LEXICAL_MODEL, "heuristic": HEURISTIC_MODEL}  # [judge] offline -> model name
-DEFAULT_OFFLINE = "lexical"
+# [judge] offline -> model name
+OFFLINE_JUDGES = {"screen": SCREEN_MODEL, "lexical": LEXICAL_MODEL, "heuristic": HEURISTIC_MODEL}
+DEFAULT_OFFLINE = "screen"
+THREE_WAY_OFFLINE = ("lexical", "heuristic")  # comparison candidates: they never say `undecided`
+log = logging.getLogger(__name__)
 ENV_BASE_URL = "CITEGATE_JUDGE_BASE_URL"
 ENV_MODEL = "CITEGATE_JUDGE_MODEL"
 
@@ -50,10 +58,16 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, masked
     configured = cfg
     cfg = effective_judge_config(cfg, env)
     if not cfg.base_url:
-        return make_offline_judge(
-            str(getattr(cfg, "offline", DEFAULT_OFFLINE) or DEFAULT_OFFLINE),
-            worker_count(int(getattr(cfg, "workers", 0) or 0)),
-        )
+        name = str(getattr(cfg, "offline", DEFAULT_OFFLINE) or DEFAULT_OFFLINE)
+        if name in THREE_WAY_OFFLINE:
+            log.warning(
+                "[judge] offline = %r: %s does not fail closed (its yes held no false pass bound on unseen data); "
+                "the screen (offline = %r) does",
+                name,
+                OFFLINE_JUDGES[name],
+                DEFAULT_OFFLINE,
+            )
+        return make_offline_judge(name, worker_count(int(getattr(cfg, "workers", 0) or 0)))
     from .openai_judge import JudgeSettings, OpenAIJudge
 
     settings = JudgeSettings(
@@ -70,6 +84,20 @@ def make_judge(cfg: JudgeConfig, env: Mapping[str, str] | None = None, *, masked
         breaker_threshold=int(cfg.breaker_threshold),
     )
     return OpenAIJudge(settings)
+
+
+def make_tiers(cfg: JudgeConfig, env: Mapping[str, str] | None = None) -> JudgeTiers:
+    """The support gate's judges (lib/judge/tiers.py): with no endpoint the offline judge alone; with one the LLM
+    judge, after the screen when [judge] mode = "cascade"."""
+    env = os.environ if env is None else env
+    cfg = effective_judge_config(cfg, env)
+    judge = make_judge(cfg, env)
+    if not cfg.base_url:
+        return JudgeTiers(screen=judge, llm=None, mode="offline")
+    if cfg.mode == "cascade":
+        screen = make_offline_judge(DEFAULT_OFFLINE, worker_count(int(getattr(cfg, "workers", 0) or 0)))
+        return JudgeTiers(screen=screen, llm=judge, mode="cascade")
+    return JudgeTiers(screen=None, llm=judge, mode=str(cfg.mode))
 
 
 def make_secondary_judge(
@@ -109,8 +137,12 @@ def make_secondary_judge(
 
 
 def make_offline_judge(name: str = DEFAULT_OFFLINE, workers: int = 1) -> Judge:
-    """The offline judge by its [judge] offline name: "lexical" (the default) or "heuristic"; workers: the
-    processes a large pass is split across (lib/processes.py)."""
+    """The offline judge by its [judge] offline name: "screen" (the default), "lexical" or "heuristic"; workers:
+    the processes a large pass is split across (lib/processes.py)."""
+    if name == "screen":
+        from .screen import ScreenJudge
+
+        return ScreenJudge(workers=workers)
     if name == "heuristic":
         from .heuristic import HeuristicJudge
 

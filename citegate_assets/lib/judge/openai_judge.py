@@ -25,7 +25,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from .base import JudgeRequest, JudgeResult, Progress
-from .parse import parse_verdict
+from .parse import parse_reply, whole_reply
 from .prompt import render_prompt
 from .secrets import NO_KEY, SecretMask, url_secrets
 
@@ -195,7 +195,7 @@ class OpenAIJudge:
                 breaker.success()
                 return JudgeResult(
                     key=request.key,
-                    verdict=parse_verdict(outcome.text),
+                    verdict=parse_reply(outcome.text),
                     raw_answer=outcome.text,
                     prompt_tokens=outcome.prompt_tokens,
                     completion_tokens=outcome.completion_tokens,
@@ -262,7 +262,7 @@ class OpenAIJudge:
             return _Failure("malformed response", "message content is not text", retriable=True)
         usage = getattr(completion, "usage", None)
         return _Success(
-            text=text,
+            text=whole_reply(text, _reasoning_of(message)),
             prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
             completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
         )
@@ -347,6 +347,16 @@ def _retry_after(headers) -> float | None:
 def _exc_text(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _reasoning_of(message: object) -> str | None:
+    """A reasoning model's separate reasoning field: `reasoning_content` (vLLM before 0.11, llama.cpp) or `reasoning`
+    (vLLM from 0.11, Ollama); None when absent or not text."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(message, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _int_or_none(value: object) -> int | None:
