@@ -83,10 +83,11 @@ def anchor_sentence(claim: str, chunk_text: str) -> tuple[int, int] | None:
 
 
 def anchor_in_prompt(
-    anchor: tuple[int, int], chunk_text: str, prompt: str, stretches: list[Stretch]
+    claim: str, anchor: tuple[int, int], chunk_text: str, prompt: str, stretches: list[Stretch]
 ) -> tuple[int, int] | None:
-    """[start, end) of the anchor in the prompt when every character of it reached the prompt (across the pieces of
-    a re-split chunk, the end in the last piece), else None."""
+    """[start, end) of the anchor in the prompt when it reached the prompt (across the pieces of a re-split chunk, the
+    end in the last piece), else None. An anchor the prompt's cut runs through counts as reached when its part before
+    the cut holds every word and number it shares with the claim (then that part is placed)."""
     a, b = anchor
     mapped = [(s.chunk_from, s.chunk_to, s.body_start) for s in stretches if s.chunk_from is not None]
     start = end = None
@@ -102,6 +103,12 @@ def anchor_in_prompt(
         end = body_start + (covered - cfrom)
     if covered >= b and start is not None and end is not None:
         return start, end
+    if start is not None and end is not None:
+        want = anchor_terms(claim)
+        if (anchor_terms(chunk_text[a:b]) & want) <= anchor_terms(chunk_text[a:covered]):
+            while end > start and prompt[end - 1].isspace():
+                end -= 1
+            return start, end
     text = chunk_text[a:b]
     for s in sorted((s for s in stretches if s.chunk_from is None), key=lambda s: s.body_start):
         at = prompt.find(text, s.body_start, s.body_end)

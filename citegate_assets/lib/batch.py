@@ -874,6 +874,8 @@ def _anchored(
             anchor = anchor_sentence(claim, text) if text is not None else None
             if anchor is None:
                 continue
-            placed = anchor_in_prompt(anchor, text or "", prompts.get(rid) or "", stretches.get((rid, chunk_id), []))
+            placed = anchor_in_prompt(
+                claim, anchor, text or "", prompts.get(rid) or "", stretches.get((rid, chunk_id), [])
+            )
             rows.append((cid, *anchor, *(placed or (None, None))))
     return citations.join(_frame(rows, ANCHOR_SCHEMA), on="citation_id", how="left", maintain_order="left")

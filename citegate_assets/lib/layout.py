@@ -293,7 +293,7 @@ def spanless_verdict(layout: Layout, chunk_id: str, claim: str, retrieved_ids: s
     placed = None
     if anchor is not None and text is not None:
         stretches = [Stretch(s.body_start, s.body_end, s.chunk_from, s.chunk_to) for s in mine]
-        placed = anchor_in_prompt(anchor, text, layout.prompt, stretches)
+        placed = anchor_in_prompt(claim, anchor, text, layout.prompt, stretches)
     truncated = bool(mine) and all(s.truncated for s in mine)
     if layout.status != OK:
         reason = "context_not_found"

@@ -515,7 +515,7 @@ def read_markers(
         leading = True
         for s, _, mk in spans:
             before = block.text[start:s]
-            leading = leading and not _has_content(_claim(before, [(a - start, b - start) for a, b, _ in spans]))
+            leading = leading and not _CONTENT.search(_claim(before, [(a - start, b - start) for a, b, _ in spans]))
             target = n
             if (leading or not _has_content(claim)) and n > 0:
                 target = n - 1
