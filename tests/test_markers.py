@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -350,3 +351,33 @@ def test_markers_in_an_answer_with_chunk_texts_from_the_log_record_round_trip(tm
     rows = _gate(tmp_path, [json.loads(json.dumps(line))])
     assert sorted(r["reason"] for r in rows.values()) == sorted(reason for _, _, reason in marker_expected("brackets"))
     assert set(MARKER_CHUNKS) >= {r["chunk_id"] for r in rows.values() if r["reason"] != "fabricated_id"}
+
+
+MARKER_FIXTURES = Path(__file__).parent / "fixtures" / "frameworks" / "markers"
+
+
+def test_marker_answers_of_llamaindex_citation_engine_get_every_planted_reason_in_the_pipeline_and_the_guard(tmp_path):
+    """Request bodies LlamaIndex's CitationQueryEngine really sent and the markers its answers carry
+    (scripts/render_fixtures.py; tests/fixtures/frameworks/markers/README.md): no citations logged, no template set."""
+    files = sorted(MARKER_FIXTURES.glob("llamaindex_*.jsonl"))
+    records = [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines()]
+    assert records and not any("citations" in r for r in records)
+    truth = [json.loads(line) for line in (MARKER_FIXTURES / "truth.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {t["expected_reason"] for t in truth} == {"ok", "fabricated_id", "dropped_before_prompt", "span_truncated"}
+    rows = _gate(tmp_path, records)
+    got = {cid: (r["chunk_id"], r["claim"], r["reason"], r["origin"]) for cid, r in rows.items()}
+    expected = {
+        f"{t['request_id']}#{t['position']}": (t["chunk_id"], t["claim"], t["expected_reason"], "marker") for t in truth
+    }
+    assert got == expected
+    by_request: dict[str, list] = {}
+    for r in rows.values():
+        by_request.setdefault(r["request_id"], []).append(r)
+    for record in records:
+        verdicts = guard.check_citations(
+            record["prompt"], record["retrieved"], answer=record["answer"], encoding="json"
+        )
+        mine = sorted(by_request[record["request_id"]], key=lambda r: r["position"])
+        assert [(v.checked_chunk_id, v.reason, v.found_start, v.found_end) for v in verdicts.citations] == [
+            (r["chunk_id"], r["reason"], r["found_start"], r["found_end"]) for r in mine
+        ]

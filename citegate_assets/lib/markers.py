@@ -17,11 +17,12 @@ What counts as a marker (the built-in styles; a surface's `citation_marker` rege
   `[3]` as a reference of its own: the marker with the words before it in its sentence stands in a chunk).
 
 Sentences: a blank line, a heading, a list item and a table row each start a new block, and a line break does too
-unless the next line goes on in lower case; a block splits after `.`, `!`, `?` (and `。！？`) followed by space and
-no lower-case word, except after an abbreviation ("St. Louis", "Dr.", "e.g.", "U.S.", "No. 5") unless a marker
-follows it; decimals never split. A marker at the start of a sentence, or alone on a line, belongs to the sentence
-before it. Footnote definitions, link definitions, a "Sources:"/"References:" section (to the end of the answer)
-and a line that opens with its only marker (a reference list entry) are not claims.
+unless the next line goes on in lower case. A block splits after `.`, `!`, `?` (and `。！？`) followed by space and
+no lower-case word, and after a lead-in's colon followed by a capital ("Based on the sources: The ..."), except
+after an abbreviation ("St. Louis", "Dr.", "e.g.", "U.S.", "No. 5") unless a marker follows it; decimals never
+split. A marker at the start of a sentence, or alone on a line, belongs to the sentence before it. Footnote
+definitions, link definitions, a "Sources:"/"References:" section (to the end of the answer), a "Sources: [1], [3]"
+line and a line that opens with its only marker (a reference list entry) are not claims.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ _LIST_OF_MARKERS = re.compile(r"\[[^\[\]\n]*\]|\u3010[^\u3010\u3011\n]*\u3011|\(
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(?P<indent>\s*)(?:[-*+\u2022\u2023\u25e6]|\d{1,3}[.)])\s+")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_TERMINATOR = re.compile(r"[.!?\u2026]+|[\u3002\uff01\uff1f]")
+_TERMINATOR = re.compile(r"[.!?\u2026]+|[\u3002\uff01\uff1f]|:(?=\s+[A-Z])")
 _CJK_TERMINATORS = "\u3002\uff01\uff1f"
 _CLOSERS = "\"'\u201d\u2019)]\u00bb*_"
 _WORD_BEFORE = re.compile(r"([A-Za-z](?:[A-Za-z]|\.(?=[A-Za-z]))*)$")
