@@ -381,3 +381,21 @@ def test_marker_answers_of_llamaindex_citation_engine_get_every_planted_reason_i
         assert [(v.checked_chunk_id, v.reason, v.found_start, v.found_end) for v in verdicts.citations] == [
             (r["chunk_id"], r["reason"], r["found_start"], r["found_end"]) for r in mine
         ]
+
+
+def test_a_line_led_by_its_marker_cites_its_sentence_and_a_trailing_reference_list_is_no_claim():
+    answer = (
+        "Refunds take 3 days [1].\n"
+        "[2] Support is around the clock.\n"
+        "Shipping is free (see [3]). It applies to [1, 2, and 3] regions.\n\n"
+        "[1] Refund policy (refunds.md)\n"
+        "[2] Support page\n"
+    )
+    assert _read(answer) == [
+        ("1", "[1]", "Refunds take 3 days."),
+        ("2", "[2]", "Support is around the clock."),
+        ("3", "[3]", "Shipping is free."),
+        ("1", "[1, 2, and 3]", "It applies to regions."),
+        ("2", "[1, 2, and 3]", "It applies to regions."),
+        ("3", "[1, 2, and 3]", "It applies to regions."),
+    ]

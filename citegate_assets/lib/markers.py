@@ -22,7 +22,8 @@ no lower-case word, and after a lead-in's colon followed by a capital ("Based on
 after an abbreviation ("St. Louis", "Dr.", "e.g.", "U.S.", "No. 5") unless a marker follows it; decimals never
 split. A marker at the start of a sentence, or alone on a line, belongs to the sentence before it. Footnote
 definitions, link definitions, a "Sources:"/"References:" section (to the end of the answer), a "Sources: [1], [3]"
-line and a line that opens with its only marker (a reference list entry) are not claims.
+line and a trailing reference list ("[1] Refund policy (refunds.md)") are not claims. A line that opens with a
+marker and goes on with a sentence ("[2] Support is around the clock.") cites that sentence.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ _LEAD_WORDS = frozenset(
     "see cf also and or source sources reference references citation citations ref refs doc docs".split()
 )
 _SPACE = re.compile(r"\s+")
+_LEAD_ONLY = re.compile(r"\(\s*(?:see|cf\.?|see also|sources?:?)\s*\)", re.IGNORECASE)  # "(see [2])" less its marker
 _EMPTY_BRACKETS = re.compile(r"\(\s*[,;]?\s*\)|\[\s*\]")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?\u3002\uff01\uff1f])")
 
@@ -152,9 +154,10 @@ def _number(text: str) -> str:
 def _items(body: str, refs: MarkerRefs) -> tuple[tuple[str, str], ...] | None:
     """The references of a bracket's body, or None when it is no marker (one item that names nothing)."""
     out: list[tuple[str, str]] = []
-    for item in _SPLIT_ITEMS.split(body.strip()):
-        if not item:
-            return None
+    items = [item for item in _SPLIT_ITEMS.split(body.strip()) if item]  # "1, 2, and 3": no empty item between
+    if not items:
+        return None
+    for item in items:
         m = _NUMBER_ITEM.fullmatch(item)
         if m:
             a = int(m["a"])
@@ -337,24 +340,35 @@ class _Block:
     pieces: list[tuple[int, int, int]]  # each line: (block offset, answer offset, length)
 
 
-def _blocks(answer: str, lines: list[_Line], markers: list[Marker]) -> list[_Block]:
-    """Lines grouped into blocks: a paragraph's lines, a list item with its indented continuation, a heading, a
-    table row. A line that opens with a marker and holds no other is a reference list entry: skipped."""
+def _reference_entries(answer: str, lines: list[_Line], markers: list[Marker]) -> set[int]:
+    """The lines (by index) of a trailing reference list: the last lines of the answer that each open with their only
+    marker followed by a title rather than a sentence ("[1] Refund policy (refunds.md)": no closing period)."""
     starts = [mk.start for mk in markers]
-    blocks: list[list[_Line]] = []
-    previous: _Line | None = None
-    for line in lines:
+    out: set[int] = set()
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
         if line.kind in ("skip", "blank"):
-            previous = None
             continue
         first = bisect_right(starts, line.start - 1)
         mine = [mk for mk in markers[first:] if mk.start < line.end]
+        rest = answer[mine[0].end : line.end].strip() if mine else ""
+        if len(mine) != 1 or mine[0].start != line.start or not rest or rest.rstrip("*_)\"'").endswith((".", "!", "?")):
+            break
+        out.add(i)
+    return out
+
+
+def _blocks(answer: str, lines: list[_Line], markers: list[Marker]) -> list[_Block]:
+    """Lines grouped into blocks: a paragraph's lines, a list item with its indented continuation, a heading, a
+    table row. A trailing reference list (_reference_entries) is skipped."""
+    entries = _reference_entries(answer, lines, markers)
+    blocks: list[list[_Line]] = []
+    previous: _Line | None = None
+    for n, line in enumerate(lines):
+        if line.kind in ("skip", "blank") or n in entries:
+            previous = None
+            continue
         content = answer[line.start : line.end]
-        if mine and mine[0].start == line.start and len(mine) == 1 and content[mine[0].end - line.start :].strip():
-            rest = content[mine[0].end - line.start :].lstrip()
-            if rest[:1].isalnum() or rest[:1] in "*_\"'(":
-                previous = None
-                continue  # "[1] Refund policy, refunds.md": a reference list entry
         joins = (
             previous is not None
             and line.kind == "text"
@@ -452,7 +466,7 @@ def _claim(text: str, removed: list[tuple[int, int]]) -> str:
         out.append(text[at:s])
         at = max(at, e)
     out.append(text[at:])
-    claim = _EMPTY_BRACKETS.sub("", "".join(out))
+    claim = _EMPTY_BRACKETS.sub("", _LEAD_ONLY.sub("", "".join(out)))
     claim = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACE.sub(" ", claim)).strip()
     return claim
 
@@ -513,7 +527,7 @@ def read_markers(
         text = block.text[start:end]
         claim = _claim(text, [(s - start, e - start) for s, e, _ in spans])
         claims.append(claim)
-        leading = True
+        leading = start > 0 or not _has_content(claim)  # a line that opens with a marker and a sentence: its prefix
         for s, _, mk in spans:
             before = block.text[start:s]
             leading = leading and not _CONTENT.search(_claim(before, [(a - start, b - start) for a, b, _ in spans]))
