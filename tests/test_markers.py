@@ -399,3 +399,39 @@ def test_a_line_led_by_its_marker_cites_its_sentence_and_a_trailing_reference_li
         ("2", "[1, 2, and 3]", "It applies to regions."),
         ("3", "[1, 2, and 3]", "It applies to regions."),
     ]
+
+
+def test_migration_17_reads_earlier_citations_as_structured_with_a_span(tmp_path):
+    """A schema 16 warehouse (no origin, span_given or anchor columns) is upgraded in place: its citations read as
+    structured with a span, and the gate gives them the reasons it gave before."""
+    from citegate_assets.lib.warehouse import SCHEMA_VERSION
+
+    record = spanless_record(request_id="before")
+    record["citations"] = [{"chunk_id": "kb#1", "span": "Refunds are issued", "claim": "Refunds go back."}]
+    before = _gate(tmp_path, [record])
+    with connect(tmp_path / "w.duckdb") as con:
+        for column in (
+            "origin",
+            "span_given",
+            "anchor_start",
+            "anchor_end",
+            "anchor_prompt_start",
+            "anchor_prompt_end",
+        ):
+            con.execute(f"alter table citations drop column {column}")
+        for column in ("origin", "cited_as", "span_given", "anchor", "anchor_start", "anchor_end"):
+            con.execute(f"alter table citation_queue drop column {column}")
+        con.execute("delete from schema_version")
+        con.execute("insert into schema_version values (16, now())")
+    with connect(tmp_path / "w.duckdb") as con:
+        ensure_schema(con)
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(17,)]
+        assert con.sql("select origin, span_given, anchor_start from citations").fetchall() == [
+            ("structured", True, None)
+        ]
+        check_provenance(con, date(2026, 11, 1), date(2026, 12, 1))
+        assert (
+            con.sql("select citation_id, reason from provenance_results").fetchall()
+            == [(cid, r["reason"]) for cid, r in before.items()]
+            == [("before#0", "ok")]
+        )
