@@ -435,3 +435,23 @@ def test_migration_17_reads_earlier_citations_as_structured_with_a_span(tmp_path
             == [(cid, r["reason"]) for cid, r in before.items()]
             == [("before#0", "ok")]
         )
+
+
+def test_the_readmes_example_line_of_each_citation_form_gives_the_reasons_it_states(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Citations") : readme.index("## Trace formats")]
+    block = section[section.index("```json\n") + 8 :]
+    records = [json.loads(line) for line in block[: block.index("```")].splitlines()]
+    assert [r["request_id"] for r in records] == ["req-1", "req-2", "req-3", "req-4"]
+    rows = _gate(tmp_path, records)
+    got = {cid: (r["origin"], r["cited_as"], r["chunk_id"], r["reason"]) for cid, r in rows.items()}
+    assert got == {
+        "req-1#0": ("structured", None, "kb#1", "ok"),
+        "req-2#0": ("structured", None, "kb#1", "ok"),
+        "req-3#0": ("marker", "[1]", "kb#1", "ok"),
+        "req-3#1": ("marker", "[3]", "kb#3", "dropped_before_prompt"),
+        "req-3#2": ("marker", "[2]", "kb#2", "ok"),
+        "req-3#3": ("marker", "[7]", "7", "fabricated_id"),
+        "req-4#0": ("native", None, "kb#1", "ok"),
+    }
+    assert rows["req-2#0"]["span_given"] is False and rows["req-2#0"]["found_start"] is not None
