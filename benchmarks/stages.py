@@ -320,7 +320,9 @@ def markers(args: dict) -> dict:
     now = utc_now()
     path = sorted(p for p in Path(args["landing"]).iterdir() if p.suffix == ".jsonl")[0]
     structured, marked = [], []
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines()[: int(args.get("calls", 2000))]):
+    with path.open(encoding="utf-8") as fh:
+        head = [line for _, line in zip(range(int(args.get("calls", 2000))), fh)]
+    for n, raw in enumerate(head):
         rec = parse_line(raw, now)
         if not isinstance(rec, Record) or not rec.citations:
             continue
@@ -329,11 +331,11 @@ def markers(args: dict) -> dict:
         answer = " ".join(f"{c['claim'].rstrip('.')} [{ref}]." for c, ref in zip(rec.citations, refs))
         structured.append(rec)
         marked.append(Record(**{**rec.__dict__, "citations": [], "answer": answer}))
-    # reading: the answers' markers, resolved against each call's retrieved chunks
+    # reading: the answers' markers, resolved against each call's retrieved chunks (normalized, as ingest has them)
+    calls = [(rec, [normalize_str(r["text"], "none") for r in rec.retrieved]) for rec in marked]
     t0 = time.perf_counter()
     found = 0
-    for rec in marked:
-        texts = [normalize_str(r["text"], "none") for r in rec.retrieved]
+    for rec, texts in calls:
         found += len(read_markers(rec.answer or "", marker_refs([], rec.retrieved), chunk_texts=texts))
     read_s = time.perf_counter() - t0
     # anchoring: each structured citation's claim in its chunk, placed in a prompt that holds the chunk whole

@@ -426,7 +426,7 @@ def sentence_ends(text: str, marker_spans: list[tuple[int, int]] = ()) -> list[i
             k += 1
         nxt = text[k : k + 1]
         if not cjk and m.group(0)[0] == ".":
-            word = _WORD_BEFORE.search(text, 0, m.start())
+            word = _WORD_BEFORE.search(text, max(0, m.start() - 40), m.start())  # a bounded look back: linear
             token = word.group(1) if word else ""
             low = token.lower()
             abbreviation = (
