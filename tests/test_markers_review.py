@@ -99,3 +99,17 @@ def test_the_review_page_highlights_the_anchor_escaped_in_the_cut_chunk(built, t
         assert "<script>window" not in html
     finally:
         server.stop()
+
+
+def test_every_provenance_passing_marker_citation_reaches_the_support_gate_with_its_passage(warehouse):
+    """A span-less ok citation with no anchor, or one placed at its anchor, still gets a passage: none is left out
+    of the numeric check or the sample (nothing fails open, nothing is silently dropped)."""
+    with connect(warehouse, read_only=True) as con:
+        ok = {c for (c,) in con.sql("select citation_id from provenance_results where reason = 'ok'").fetchall()}
+        numeric = {c for (c,) in con.sql("select citation_id from numeric_checks").fetchall()}
+        sampled = {c for (c,) in con.sql("select citation_id from support_sample").fetchall()}
+        [(unanchored,)] = con.sql(
+            "select count(*) from citations c join provenance_results r using (citation_id) "
+            "where r.reason = 'ok' and c.anchor_start is null"
+        ).fetchall()
+    assert len(ok) == 7 and ok == numeric == sampled and unanchored == 2
