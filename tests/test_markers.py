@@ -276,13 +276,17 @@ def test_lists_headings_and_tables_each_make_sentences_and_a_lone_marker_joins_t
 def test_code_links_years_intervals_bracketed_words_and_source_lists_are_not_markers():
     answer = (
         "Use `items[2]` or\n```python\nx = data[3]\n```\n"
-        "See [the policy](https://help.example/refunds[1]) and https://x.example/a[2] for details. "
+        "See [the policy](https://help.example/refunds[1]) and https://x.example/a for details. "
         "In [2019] values lay in [0, 1] [sic] and [x] boxes [citation needed]. Refunds are prompt [1].\n\n"
-        "Sources: [1], [2]\n\n"
+        "> Quoted, it still counts [2].\n"
+        "Sources: [1], [2]\n"
+        "Source: [3] refunds.md\n\n"
         "## References\n[1] kb one\n[2] kb two [3]\n"
     )
     # the years, the interval and the bracketed words stay in their sentence's text; that sentence cites nothing
-    assert _read(answer) == [("1", "[1]", "Refunds are prompt.")]
+    assert _read(answer) == [("1", "[1]", "Refunds are prompt."), ("2", "[2]", "Quoted, it still counts.")]
+    # a marker right after a URL is the answer's, not part of the URL
+    assert _read("Details are at https://x.example/a[2].") == [("2", "[2]", "Details are at https://x.example/a.")]
 
 
 def test_footnotes_resolve_through_their_definitions_which_are_not_claims():

@@ -16,14 +16,15 @@ What counts as a marker (the built-in styles; a surface's `citation_marker` rege
   bracketed word (`[sic]`, `[x]`), and a bracket the answer copied with the chunk text around it (the chunk holds
   `[3]` as a reference of its own: the marker with the words before it in its sentence stands in a chunk).
 
-Sentences: a blank line, a heading, a list item and a table row each start a new block, and a line break does too
-unless the next line goes on in lower case. A block splits after `.`, `!`, `?` (and `。！？`) followed by space and
-no lower-case word, and after a lead-in's colon followed by a capital ("Based on the sources: The ..."), except
-after an abbreviation ("St. Louis", "Dr.", "e.g.", "U.S.", "No. 5") unless a marker follows it; decimals never
-split. A marker at the start of a sentence, or alone on a line, belongs to the sentence before it. Footnote
-definitions, link definitions, a "Sources:"/"References:" section (to the end of the answer), a "Sources: [1], [3]"
-line and a trailing reference list ("[1] Refund policy (refunds.md)") are not claims. A line that opens with a
-marker and goes on with a sentence ("[2] Support is around the clock.") cites that sentence.
+Sentences: a blank line, a heading, a list item, a block quote line and a table row each start a new block, and a
+line break does too unless the next line goes on in lower case. A block splits after `.`, `!`, `?` (and `。！？`)
+followed by space and no lower-case word, and after a lead-in's colon followed by a capital ("Based on the sources:
+The ..."), except after an abbreviation ("St. Louis", "Dr.", "e.g.", "U.S.", "No. 5") unless a marker follows it;
+decimals never split. A marker at the start of a sentence in running text, or alone on a line, belongs to the
+sentence before it; a line that opens with a marker and goes on with a sentence ("[2] Support is around the
+clock.") cites that sentence. Not claims: footnote and link definitions, a "Sources:"/"References:" section (to the
+end of the answer), a line that opens with such a label and a colon ("Sources: [1], [3]"), and a trailing
+reference list ("[1] Refund policy (refunds.md)").
 """
 
 from __future__ import annotations
@@ -62,15 +63,16 @@ _SPLIT_ITEMS = re.compile(r"\s*(?:[,;]|\band\b|&)\s*", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?!`)(?:.|\n(?!\s*\n))+?(?<!`)\1(?!`)")
 _LINK = re.compile(r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"\n]*\")?\)")
-_URL = re.compile(r"<?https?://[^\s<>\"]+>?")
+_URL = re.compile(r"<?https?://[^\s<>\"\[\]]+>?")  # "https://x.example/a[1]": the marker is not the URL's
 _FOOTNOTE_DEF = re.compile(r"^\s*\[\^(?P<label>[^\]\s]+)\]:\s*(?P<text>.*)$")
 _LINK_DEF = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S+")
 _SOURCES_LABEL = re.compile(
     r"^\s*(?:#{1,6}\s*)?[*_]*\s*(?:sources?|references?|citations?|bibliography|works\s+cited|footnotes|"
-    r"sources\s+used|cited\s+sources)\s*[*_]*\s*:?\s*[*_]*\s*(?P<rest>.*)$",
+    r"sources\s+used|cited\s+sources)\s*[*_]*\s*(?P<colon>:)?\s*[*_]*\s*(?P<rest>.*)$",
     re.IGNORECASE,
 )
 _LIST_OF_MARKERS = re.compile(r"\[[^\[\]\n]*\]|\u3010[^\u3010\u3011\n]*\u3011|\([^()\n]*\)|\band\b", re.I)
+_QUOTE = re.compile(r"^\s{0,3}(?:>\s?)+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(?P<indent>\s*)(?:[-*+\u2022\u2023\u25e6]|\d{1,3}[.)])\s+")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -271,13 +273,15 @@ def _lines(answer: str) -> tuple[list[_Line], list[tuple[int, int]], dict[str, s
             in_sources = True  # a "Sources:" heading: the rest of the answer lists them
             lines.append(_Line(start, end, "skip", 0))
             continue
-        if label and not _LIST_OF_MARKERS.sub("", label["rest"]).strip(" *_:,;.&"):
-            lines.append(_Line(start, end, "skip", 0))  # "Sources: [1], [3]": a list of what was used, no claim
+        if label and (label["colon"] or not _LIST_OF_MARKERS.sub("", label["rest"]).strip(" *_:,;.&")):
+            lines.append(_Line(start, end, "skip", 0))  # "Sources: [1] refunds.md; [2] ...": what was used, no claim
             continue
         if _LINK_DEF.match(text) or _TABLE_SEPARATOR.match(text) and "-" in text:
             lines.append(_Line(start, end, "skip", 0))
             continue
         indent = len(text) - len(text.lstrip())
+        if q := _QUOTE.match(text):  # a block quote: its text, without the ">"
+            start, text, indent = start + q.end(), text[q.end() :], 0
         if h := _HEADING.match(text):
             lines.append(_Line(start + h.end(), end, "heading", indent))
         elif b := _BULLET.match(text):
