@@ -459,3 +459,60 @@ def test_the_readmes_example_line_of_each_citation_form_gives_the_reasons_it_sta
         "req-4#0": ("native", None, "kb#1", "ok"),
     }
     assert rows["req-2#0"]["span_given"] is False and rows["req-2#0"]["found_start"] is not None
+
+
+def _layout(rng, cited: list[tuple[str, str]], style: str) -> str:
+    """(claim, its markers) laid out as a model might: a paragraph, a bullet or numbered list, markers after the
+    period, a lead-in line, a heading, a trailing sources list."""
+    layout = rng.choice(["paragraph", "bullets", "numbered", "after_period", "lines"])
+    if layout == "after_period":
+        sentences = [f"{claim}.{markers}" for claim, markers in cited]
+    else:
+        sentences = [f"{claim} {markers}." for claim, markers in cited]
+    if layout == "bullets":
+        body = "\n".join(f"- {s}" for s in sentences)
+    elif layout == "numbered":
+        body = "\n".join(f"{n}. {s}" for n, s in enumerate(sentences, 1))
+    elif layout == "lines":
+        body = "\n".join(sentences)
+    else:
+        body = " ".join(sentences)
+    lead = rng.choice(["", "Based on the sources: ", "## Answer\n\n", "Here is what I found:\n\n"])
+    if layout in ("bullets", "numbered"):
+        lead = lead.replace(": ", ":\n")  # a list starts on its own line
+    tail = rng.choice(["", "\n\nSources: [1], [2]", "\n\n**References:**\n- [1] refunds\n- [2] support", ""])
+    if style in ("footnotes", "custom", "chunk_ids", "sources", "lenticular"):
+        tail = ""  # their definitions are the footnotes, or no numbered list makes sense
+    answer = lead + body + tail
+    if style == "footnotes":
+        answer += "\n\n" + "\n".join(f"[^{n}]: Source {n}" for n in (1, 2, 3, 4, 5, 9))
+    return answer
+
+
+def test_answers_laid_out_as_models_write_them_get_every_planted_reason_from_the_guard():
+    """400 answers drawn at random (a fixed seed): every style, random plants in random order, in paragraphs, lists,
+    lines, with markers after the period, lead-ins, headings and sources lists. Every citation is read with its
+    planted reason."""
+    import random
+
+    from .helpers import MARKER_PLANTS
+
+    rng = random.Random(7)
+    checked = 0
+    for n in range(400):
+        style = rng.choice(sorted(MARKER_STYLES))
+        plants = rng.sample(MARKER_PLANTS, rng.randint(1, len(MARKER_PLANTS)))
+        write = MARKER_STYLES[style]
+        sentences = [(claim, write([k for k, _ in cited])) for claim, cited in plants]
+        record = marker_record(style, rng.choice(HEADERS), request_id=f"drawn-{n}")
+        record["answer"] = _layout(rng, sentences, style)
+        verdicts = _guard(record)
+        expected = [
+            (f"kb#{k}" if k <= 5 or style == "chunk_ids" else str(k), claim + ".", reason)
+            for claim, cited in plants
+            for k, reason in cited
+        ]
+        got = [(v.checked_chunk_id, v.claim, v.reason) for v in verdicts]
+        assert got == expected, (n, style, record["answer"])
+        checked += len(got)
+    assert checked > 1500
