@@ -34,7 +34,7 @@ from citegate_assets.lib.layout import (
     resolve_cited_id,
     spanless_verdict,
 )
-from citegate_assets.lib.markers import MarkerRefs, read_markers
+from citegate_assets.lib.markers import MarkerRefs, TooManyMarkers, read_markers
 from citegate_assets.lib.normalize_plain import normalize_str
 from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
@@ -301,13 +301,16 @@ def _marker_citations(layout: Layout, retrieved: list[dict], answer: str, patter
         if r["chunk_id"] not in in_prompt:
             absent.setdefault(str(r["rank"]), r["chunk_id"])
     refs = MarkerRefs(dict(layout.positions), {r["chunk_id"] for r in chunks}, absent)
-    found = read_markers(
-        answer,
-        refs,
-        pattern=pattern or None,
-        chunk_texts=list(layout.chunk_texts.values()),
-        normalize=lambda text: normalize_str(text, layout.unescape),
-    )
+    try:
+        found = read_markers(
+            answer,
+            refs,
+            pattern=pattern or None,
+            chunk_texts=list(layout.chunk_texts.values()),
+            normalize=lambda text: normalize_str(text, layout.unescape),
+        )
+    except TooManyMarkers as exc:
+        raise ValueError(f"answer: {exc}") from None
     return [
         {
             "chunk_id": refs.resolve(m.kind, m.ref) or m.ref,

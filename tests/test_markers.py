@@ -516,3 +516,25 @@ def test_answers_laid_out_as_models_write_them_get_every_planted_reason_from_the
         assert got == expected, (n, style, record["answer"])
         checked += len(got)
     assert checked > 1500
+
+
+def test_an_answer_with_more_markers_than_the_bound_is_an_answer_reject_and_a_guard_error(tmp_path):
+    from citegate_assets.lib.markers import MAX_MARKERS
+
+    flood = marker_record("brackets", request_id="flood")
+    flood["answer"] = "Refunds take 3 to 5 business days [1]. " * (MAX_MARKERS + 1)
+    fine = marker_record("brackets", request_id="fine")
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    write_jsonl(landing / "calls.jsonl", [flood, fine])
+    with connect(tmp_path / "w.duckdb") as con:
+        ensure_schema(con)
+        summary = ingest_landing(con, landing, parse_config(CONFIG, None), final=True, now=NOW)
+        assert (summary.records_ingested, summary.records_rejected, summary.answers_rejected) == (2, 0, 1)
+        assert con.sql("select request_id, reason, detail from answer_rejects").fetchall() == [
+            ("flood", "too_many_markers", f"answer: the answer holds more than {MAX_MARKERS} citation markers")
+        ]
+        counts = dict(con.sql("select request_id, count(*) from citations group by 1").fetchall())
+    assert counts == {"fine": 11}  # the other call of the file still lands
+    with pytest.raises(ValueError, match="answer: the answer holds more than"):
+        _guard(flood)

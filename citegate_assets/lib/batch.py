@@ -21,7 +21,7 @@ from .config import Config
 from .containers import Message, PromptDecodeError, decode_body
 from .layout import auto_unescape, block_label, label_at, positions_of, uses_block_search
 from .locate import find_text, locate_chunks, positional_ref
-from .markers import MarkerRefs, read_markers
+from .markers import MarkerRefs, TooManyMarkers, read_markers
 from .normalize import NORMALIZATION_VERSION, normalize
 from .normalize_plain import normalize_str
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
@@ -233,7 +233,14 @@ def build_frames(
         )
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
     if marker_answers:
-        citation_rows += _marker_citations(marker_answers, config, sections, retrievals)
+        marker_rows, refused = _marker_citations(marker_answers, config, sections, retrievals)
+        citation_rows += marker_rows
+        for key, rec in items:
+            if rec.request_id in refused:
+                source_file, line_no = origin[key]
+                answer_reject_rows.append(
+                    _answer_reject(rec, "too_many_markers", refused[rec.request_id], source_file, line_no, now)
+                )
     retrievals = (
         retrievals.join(
             sections.filter(pl.col("chunk_id").is_not_null())
@@ -791,9 +798,10 @@ def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retri
 
 def _marker_citations(
     answers: list[tuple[Record, str]], config: Config, sections: pl.DataFrame, retrievals: pl.DataFrame
-) -> list[tuple]:
+) -> tuple[list[tuple], dict[str, str]]:
     """The citation rows of the answers that gave no citations: one per (sentence, marker reference) of the answer,
-    each resolved to the chunk it names (lib/markers.py; the guard reads answers the same way)."""
+    each resolved to the chunk it names (lib/markers.py; the guard reads answers the same way); and the answers
+    refused, request id -> why (more markers than markers.MAX_MARKERS)."""
     wanted = [rec.request_id for rec, _ in answers]
     mine = sections.filter(pl.col("request_id").is_in(wanted) & pl.col("chunk_id").is_not_null())
     headers: dict[str, list[tuple[str | None, str]]] = {}
@@ -806,22 +814,26 @@ def _marker_citations(
         retrievals.filter(pl.col("request_id").is_in(wanted)).select("request_id", "text_normalized").rows()
     ):
         texts.setdefault(rid, []).append(text)
-    rows = []
+    rows, refused = [], {}
     for rec, unescape in answers:
         rid = rec.request_id
         refs = marker_refs(headers.get(rid, []), rec.retrieved)
-        found = read_markers(
-            rec.answer or "",
-            refs,
-            pattern=config.surface(rec.surface).citation_marker or None,
-            chunk_texts=texts.get(rid, []),
-            normalize=lambda text, mode=unescape: normalize_str(text, mode),  # type: ignore[misc]
-        )
+        try:
+            found = read_markers(
+                rec.answer or "",
+                refs,
+                pattern=config.surface(rec.surface).citation_marker or None,
+                chunk_texts=texts.get(rid, []),
+                normalize=lambda text, mode=unescape: normalize_str(text, mode),  # type: ignore[misc]
+            )
+        except TooManyMarkers as exc:
+            refused[rid] = f"answer: {exc}"
+            continue
         for position, m in enumerate(found):
             chunk_id = refs.resolve(m.kind, m.ref) or m.ref
             row = (f"{rid}#{position}", rid, rec.day, position, rec.surface, rec.answer_model, chunk_id, None)
             rows.append((*row, m.claim, unescape, None, MARKER, m.cited_as))
-    return rows
+    return rows, refused
 
 
 def marker_refs(headers: list[tuple[str | None, str]], retrieved: list[dict]) -> MarkerRefs:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 MAX_RANGE = 20  # "[1-3]" expands; a wider range ("[1-100]") is not a citation
-MAX_MARKERS = 2000  # an answer's markers read at most: a degenerate answer costs a bounded amount
+MAX_MARKERS = 2000  # more in one answer is no answer a model wrote: refused (TooManyMarkers), never cut short
 QUOTE_CONTEXT_CHARS = 80  # the words before a marker that must stand in a chunk for it to be the chunk's own
 MIN_QUOTE_CHARS = 12  # ... at least this many: a short lead-in ("Yes [3]") is no quote
 
@@ -61,7 +61,8 @@ _PAREN = re.compile(
 )
 _SPLIT_ITEMS = re.compile(r"\s*(?:[,;]|\band\b|&)\s*", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_INLINE_CODE = re.compile(r"(`+)(?!`)(?:.|\n(?!\s*\n))+?(?<!`)\1(?!`)")
+_BACKTICKS = re.compile(r"`+")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LINK = re.compile(r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"\n]*\")?\)")
 _URL = re.compile(r"<?https?://[^\s<>\"\[\]]+>?")  # "https://x.example/a[1]": the marker is not the URL's
 _FOOTNOTE_DEF = re.compile(r"^\s*\[\^(?P<label>[^\]\s]+)\]:\s*(?P<text>.*)$")
@@ -88,6 +89,10 @@ _SPACE = re.compile(r"\s+")
 _LEAD_ONLY = re.compile(r"\(\s*(?:see|cf\.?|see also|sources?:?)\s*\)", re.IGNORECASE)  # "(see [2])" less its marker
 _EMPTY_BRACKETS = re.compile(r"\(\s*[,;]?\s*\)|\[\s*\]")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?\u3002\uff01\uff1f])")
+
+
+class TooManyMarkers(ValueError):
+    """An answer with more markers than MAX_MARKERS: its citations are not read (an answer reject, not a guess)."""
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,31 @@ def _lines(answer: str) -> tuple[list[_Line], list[tuple[int, int]], dict[str, s
     return lines, code, definitions
 
 
+def _inline_code(answer: str) -> list[tuple[int, int]]:
+    """Inline code spans: a run of backticks closed by the next run of the same length, within the paragraph. Found
+    with one pass over the runs and a binary search per opener (a regex would try every later run: quadratic)."""
+    runs = [(m.start(), m.end() - m.start()) for m in _BACKTICKS.finditer(answer)]
+    by_length: dict[int, list[int]] = {}
+    for start, length in runs:
+        by_length.setdefault(length, []).append(start)
+    blanks = [m.start() for m in _BLANK_LINE.finditer(answer)]
+    spans: list[tuple[int, int]] = []
+    after = 0
+    for start, length in runs:
+        if start < after:
+            continue  # inside a span already closed
+        same = by_length[length]
+        k = bisect_right(same, start)
+        if k == len(same):
+            continue
+        close = same[k]
+        if bisect_right(blanks, start) != bisect_right(blanks, close):
+            continue  # a blank line between: no span
+        spans.append((start, close + length))
+        after = close + length
+    return spans
+
+
 def _find_markers(
     answer: str,
     protected: _Spans,
@@ -309,8 +339,8 @@ def _find_markers(
         for m in pattern.finditer(answer):
             if m.end() > m.start() and not protected.holds(m.start()):
                 found.append(Marker(m.start(), m.end(), m.group(0), _custom_refs(m.group("ref") or "", refs)))
-            if len(found) >= MAX_MARKERS:
-                break
+            if len(found) > MAX_MARKERS:
+                raise TooManyMarkers(f"the answer holds more than {MAX_MARKERS} citation markers")
         return found
     for regex in (_BRACKET, _LENTICULAR, _PAREN):
         for m in regex.finditer(answer):
@@ -326,8 +356,8 @@ def _find_markers(
                 parsed = _items(body, refs)
             if parsed:
                 found.append(Marker(m.start(), m.end(), m.group(0), parsed))
-            if len(found) >= MAX_MARKERS:
-                break
+            if len(found) > MAX_MARKERS:
+                raise TooManyMarkers(f"the answer holds more than {MAX_MARKERS} citation markers")
     found.sort(key=lambda mk: mk.start)
     # a (Source 2) inside a bracket group already read, or overlapping: the first wins
     out: list[Marker] = []
@@ -476,7 +506,7 @@ def _claim(text: str, removed: list[tuple[int, int]]) -> str:
 
 
 def _has_content(claim: str) -> bool:
-    return any(w.lower() not in _LEAD_WORDS for w in _CONTENT.findall(claim))
+    return any(m.group(0).lower() not in _LEAD_WORDS for m in _CONTENT.finditer(claim))
 
 
 def read_markers(
@@ -497,7 +527,7 @@ def read_markers(
     protected = _Spans(
         [
             *code,
-            *(m.span() for m in _INLINE_CODE.finditer(answer)),
+            *_inline_code(answer),
             *(m.span() for m in _LINK.finditer(answer)),
             *(m.span() for m in _URL.finditer(answer)),
             *((ln.start, ln.end) for ln in lines if ln.kind == "skip"),
@@ -519,9 +549,12 @@ def read_markers(
             s = _block_offset(block, mk.start)
             if s is not None:
                 spans.append((s, s + (mk.end - mk.start), mk))
-        start = 0
+        start, k = 0, 0
         for end in sentence_ends(block.text, [(s, e) for s, e, _ in spans]):
-            sentences.append((block, start, end, [x for x in spans if start <= x[0] < end]))
+            first = k
+            while k < len(spans) and spans[k][0] < end:  # spans are in order: each is visited once
+                k += 1
+            sentences.append((block, start, end, spans[first:k]))
             start = end
     # a marker that opens its sentence (nothing but space, punctuation or markers before it) or a sentence of no
     # content of its own ("(see [3].)") gives its markers to the sentence before
@@ -531,12 +564,14 @@ def read_markers(
         text = block.text[start:end]
         claim = _claim(text, [(s - start, e - start) for s, e, _ in spans])
         claims.append(claim)
-        leading = start > 0 or not _has_content(claim)  # a line that opens with a marker and a sentence: its prefix
-        for s, _, mk in spans:
-            before = block.text[start:s]
-            leading = leading and not _CONTENT.search(_claim(before, [(a - start, b - start) for a, b, _ in spans]))
+        content = _has_content(claim)
+        leading = start > 0 or not content  # a line that opens with a marker and a sentence: the sentence's
+        at = start  # the text before each marker, markers removed, is checked once: linear in the sentence
+        for s, e, mk in spans:
+            leading = leading and not _CONTENT.search(block.text, at, s)
+            at = e
             target = n
-            if (leading or not _has_content(claim)) and n > 0:
+            if (leading or not content) and n > 0:
                 target = n - 1
             owners[target].append((block, start, s, mk))
     out: list[MarkerCitation] = []
