@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 MAX_RANGE = 20  # "[1-3]" expands; a wider range ("[1-100]") is not a citation
@@ -428,7 +428,7 @@ def _blocks(answer: str, lines: list[_Line], markers: list[Marker]) -> list[_Blo
     return out
 
 
-def sentence_ends(text: str, marker_spans: list[tuple[int, int]] = ()) -> list[int]:  # type: ignore[assignment]
+def sentence_ends(text: str, marker_spans: Sequence[tuple[int, int]] = ()) -> list[int]:
     """Where each sentence of text ends (exclusive), the last one at len(text). marker_spans: the markers in text,
     in order (a marker after the terminator stays with its sentence)."""
     starts = [s for s, _ in marker_spans]
