@@ -154,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     for _i in range(a.repeats):
         results.setdefault("guard", []).append(stage("guard", calls=10_000 if not a.quick else 1000))
 
+    print("  inline markers and span-less citations: reading, anchoring, ingest …", flush=True)
+    for _i in range(a.repeats):
+        results.setdefault("markers", []).append(
+            stage("markers", landing=landing, config=config, calls=2000 if not a.quick else 500)
+        )
+
     print("  peak RSS as the landing file grows …", flush=True)
     base = max(a.requests // 20, 500)
     growth = []
@@ -295,6 +301,27 @@ def render(a, r, growth, elapsed) -> str:
             spread([x["p99_ms"] for x in r["guard"]]),
             "< 2 ms",
             ok(statistics.median([x["p99_ms"] for x in r["guard"]]) < 2),
+        ),
+        (
+            "markers: answers' inline markers read and resolved (citations/s)",
+            spread([x["read_citations_per_s"] for x in r["markers"]]),
+            "",
+            "",
+        ),
+        (
+            "  span-less claims anchored in their chunk and placed in the prompt (citations/s)",
+            spread([x["anchor_citations_per_s"] for x in r["markers"]]),
+            "",
+            "",
+        ),
+        (
+            "  ingest batch path: marker answers / the same calls' structured citations (citations/s)",
+            " / ".join(
+                f"{statistics.median([x[k] for x in r['markers']]):,.0f}"
+                for k in ("ingest_marker_citations_per_s", "ingest_structured_citations_per_s")
+            ),
+            "",
+            "",
         ),
         (
             "peak RSS of ingest (2 parse workers) at 1x / 2x / 4x landing file (MB)",

@@ -327,9 +327,96 @@ def offline_judge(args: dict) -> dict:
     return out
 
 
+def markers(args: dict) -> dict:
+    """Inline markers and span-less citations, in citations per second: reading the answers' markers
+    (lib/markers.py), anchoring their claims (lib/anchors.py), and the ingest's batch path on the same calls with
+    marker answers against their structured citations. The calls are generated demo logs (args: landing, their
+    first `calls` lines); each answer is its citations' claims, each followed by the cited chunk as a marker: its
+    id (`[kb-3#c2]`) on even calls, its rank (`[3]`) on odd ones."""
+    from citegate_assets.lib.anchors import Stretch, anchor_in_prompt, anchor_sentence
+    from citegate_assets.lib.batch import frames_of_records, marker_refs
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.markers import read_markers
+    from citegate_assets.lib.normalize_plain import normalize_str
+    from citegate_assets.lib.records import Record, parse_line
+    from citegate_assets.lib.timestamps import utc_now
+
+    config = load_config(args.get("config"))
+    now = utc_now()
+    path = sorted(p for p in Path(args["landing"]).iterdir() if p.suffix == ".jsonl")[0]
+    structured, marked = [], []
+    with path.open(encoding="utf-8") as fh:
+        head = [line for _, line in zip(range(int(args.get("calls", 2000))), fh)]
+    for n, raw in enumerate(head):
+        rec = parse_line(raw, now)
+        if not isinstance(rec, Record) or not rec.citations:
+            continue
+        ranks = {r["chunk_id"]: str(r["rank"]) for r in rec.retrieved}
+        refs = [c["chunk_id"] if n % 2 == 0 else ranks.get(c["chunk_id"], "99") for c in rec.citations]
+        answer = " ".join(f"{c['claim'].rstrip('.')} [{ref}]." for c, ref in zip(rec.citations, refs))
+        structured.append(rec)
+        marked.append(Record(**{**rec.__dict__, "citations": [], "answer": answer}))
+    # reading: the answers' markers, resolved against each call's retrieved chunks (normalized, as ingest has them)
+    calls = [(rec, [normalize_str(r["text"], "none") for r in rec.retrieved]) for rec in marked]
+    t0 = time.perf_counter()
+    found = 0
+    for rec, texts in calls:
+        found += len(read_markers(rec.answer or "", marker_refs([], rec.retrieved), chunk_texts=texts))
+    read_s = time.perf_counter() - t0
+    # anchoring: each structured citation's claim in its chunk, placed in a prompt that holds the chunk whole
+    pairs = [
+        (normalize_str(c["claim"], "none"), normalize_str(text, "none"))
+        for rec in structured
+        for c in rec.citations
+        if (text := next((r["text"] for r in rec.retrieved if r["chunk_id"] == c["chunk_id"]), None)) is not None
+    ]
+    t0 = time.perf_counter()
+    anchored = 0
+    for claim, text in pairs:
+        at = anchor_sentence(claim, text)
+        if at is not None:
+            anchored += anchor_in_prompt(claim, at, text, text, [Stretch(0, len(text), 0, len(text))]) is not None
+    anchor_s = time.perf_counter() - t0
+
+    def batch(records: list) -> tuple[float, int]:
+        items = list(enumerate(records))
+        origin = {k: (path.name, k + 1) for k, _ in items}
+        frames_of_records(items[:50], config, origin, now)  # imports and caches warm
+        start = time.perf_counter()
+        frames, _ = frames_of_records(items, config, origin, now)
+        return time.perf_counter() - start, frames.citations.height
+
+    structured_s, structured_n = batch(structured)
+    marked_s, marked_n = batch(marked)
+    return {
+        "calls": len(marked),
+        "markers_read": found,
+        "read_citations_per_s": found / read_s,
+        "anchored_citations": len(pairs),
+        "anchors_found": anchored,
+        "anchor_citations_per_s": len(pairs) / anchor_s,
+        "ingest_structured_citations_per_s": structured_n / structured_s,
+        "ingest_marker_citations": marked_n,
+        "ingest_marker_citations_per_s": marked_n / marked_s,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
 STAGES = {
     f.__name__: f
-    for f in (ingest, parse, provenance, bare_scan, reference, nightly, judge, offline_judge, small_files, guard)
+    for f in (
+        ingest,
+        parse,
+        provenance,
+        bare_scan,
+        reference,
+        nightly,
+        judge,
+        offline_judge,
+        small_files,
+        guard,
+        markers,
+    )
 }
 
 if __name__ == "__main__":

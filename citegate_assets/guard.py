@@ -5,6 +5,7 @@
     report = check_prompt(prompt, retrieved)                     # before sending: did every chunk arrive whole?
     result = check_citations(prompt, retrieved, citations,       # after the answer: is every citation honest?
                              raise_on={"fabricated_id", "span_truncated"})
+    result = check_citations(prompt, retrieved, answer=answer)   # an answer with inline markers ("... [1][3].")
 
 The verdicts are the ones `provenance_results` would hold the next night for the same call (same
 normalization, same chunk location, same reasons, precedence and offsets): lib/layout.py holds the
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from citegate_assets.lib.anchors import passage_section_index
 from citegate_assets.lib.config import Config, load_config
 from citegate_assets.lib.containers import decode_body
 from citegate_assets.lib.layout import (
@@ -30,12 +32,14 @@ from citegate_assets.lib.layout import (
     prompt_layout,
     provenance_verdict,
     resolve_cited_id,
+    spanless_verdict,
 )
+from citegate_assets.lib.markers import MarkerRefs, TooManyMarkers, read_markers
 from citegate_assets.lib.normalize_plain import normalize_str
 from citegate_assets.lib.numbers import missing_quantities
 from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
 from citegate_assets.lib.reasons import ASSEMBLY_FAILURES
-from citegate_assets.lib.records import Reject, parse_citations, parse_retrieved
+from citegate_assets.lib.records import MARKER, Reject, parse_citations, parse_retrieved
 
 __all__ = [
     "ChunkArrival",
@@ -107,6 +111,10 @@ class CitationVerdict:
     found_end: int | None
     chunk_share_in_prompt: float | None  # span_truncated: how much of the chunk reached the prompt
     missing_quantities: tuple[str, ...] = ()  # numbers of the claim not in the passage (checked on ok citations)
+    origin: str = "structured"  # structured | marker (read from the answer) | native
+    cited_as: str | None = None  # a marker as written ("[1-3]"), or a position the answer gave ("[2]")
+    claim: str = ""  # normalized
+    anchor: tuple[int, int] | None = None  # a span-less citation's anchor in the chunk's retrieved text (normalized)
 
     @property
     def passes(self) -> bool:
@@ -162,45 +170,60 @@ def check_prompt(
 def check_citations(
     prompt: str,
     retrieved: list[dict],
-    citations: list[dict] | str,
+    citations: list[dict] | str | None = None,
     *,
+    answer: str | None = None,
+    surface: str | None = None,
     encoding: str = "text",
     template: str = AUTO,
     config: Config | str | Path | None = None,
     raise_on: Iterable[str] | None = None,
 ) -> CitationsReport:
-    """One verdict per citation ({chunk_id, span, claim}) with the gate's reason codes, precedence and offsets,
-    plus the numeric check's missing quantities for citations whose provenance is ok.
+    """One verdict per citation with the gate's reason codes, precedence and offsets, plus the numeric check's
+    missing quantities for citations whose provenance is ok. The citations are `citations` ({chunk_id, span,
+    claim}; without a span, the claim is anchored in the chunk) or, when none are given, the inline markers of
+    `answer` ("... [1][3].", README "Citations"; surface: whose `citation_marker` pattern applies, from config).
 
     raise_on: reasons to fail loudly on, e.g. {"span_truncated", "fabricated_id"}; "numeric_mismatch" counts too.
     A prompt whose chunks could not be located within the work bound fails any raise_on.
     """
     report, layout = _prompt(prompt, retrieved, encoding, template, config)
-    parsed = parse_citations(citations)
+    if answer is not None and not isinstance(answer, str):
+        raise ValueError(f"answer: expected a string, got {type(answer).__name__}")
+    parsed = [] if citations is None else parse_citations(citations)
     if isinstance(parsed, Reject):
         raise ValueError(f"citations: {parsed.reason}: {parsed.detail}")
     ids = set(layout.chunk_texts)
+    if not parsed and answer:
+        parsed = _marker_citations(layout, retrieved, answer, _marker_pattern(config, surface))
     verdicts = []
     for position, c in enumerate(parsed):
-        checked, _ = resolve_cited_id(layout, c["chunk_id"], ids)
-        span = normalize_str(c["span"], layout.unescape)
+        cited_as = c.get("cited_as")
+        if c["origin"] == MARKER:
+            checked = c["chunk_id"]
+        else:
+            checked, cited_as = resolve_cited_id(layout, c["chunk_id"], ids)
         claim = normalize_str(c["claim"], layout.unescape)
-        if not span or not claim:
+        span = normalize_str(c["span"], layout.unescape) if c["span"] is not None else None
+        if span == "" or not claim:
             raise ValueError(f"citations[{position}]: span or claim is empty after normalization")
-        v = provenance_verdict(layout, checked, span, ids)
+        v = (
+            provenance_verdict(layout, checked, span, ids)
+            if span is not None
+            else spanless_verdict(layout, checked, claim, ids)
+        )
         missing: tuple[str, ...] = ()
-        start, end = v.found_start, v.found_end
-        if v.reason == "ok" and start is not None and end is not None:  # an ok span is always found
-            passage = next(
-                layout.prompt[s.body_start : s.body_end]
-                for s in layout.sections_of(checked)
-                if s.body_start <= start and end <= s.body_end
-            )
-            missing = tuple(f"{q.value} {q.unit}" if q.unit else q.value for q in missing_quantities(claim, passage))
+        if v.reason == "ok":
+            mine = layout.sections_of(checked)
+            at = passage_section_index([(s.body_start, s.body_end) for s in mine], v.found_start)
+            if at is not None:
+                passage = layout.prompt[mine[at].body_start : mine[at].body_end]
+                found = missing_quantities(claim, passage)
+                missing = tuple(f"{q.value} {q.unit}" if q.unit else q.value for q in found)
         verdicts.append(
             CitationVerdict(
                 position,
-                c["chunk_id"],
+                c["chunk_id"] if c["origin"] != MARKER else c["ref"],
                 checked,
                 v.reason,
                 v.verdict,
@@ -208,6 +231,10 @@ def check_citations(
                 v.found_end,
                 v.chunk_share_in_prompt,
                 missing,
+                c["origin"],
+                cited_as,
+                claim,
+                v.anchor,
             )
         )
     result = CitationsReport(report, tuple(verdicts))
@@ -234,14 +261,14 @@ def to_log_record(
     answer_model: str,
     prompt: str,
     retrieved: list[dict],
-    citations: list[dict],
+    citations: list[dict] | None = None,
     encoding: str = "text",
     template: str | None = None,
     answer: str | None = None,
     logged_at: datetime | None = None,
 ) -> dict:
     """The citegate-log/1 record of this call: write it as one JSON line to the landing folder, and the nightly
-    audit covers the call too."""
+    audit covers the call too. Without citations, the answer's inline markers are read."""
     at = (logged_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
     record = {
         "request_id": request_id,
@@ -253,14 +280,55 @@ def to_log_record(
         "retrieved": [
             {k: v for k, v in r.items() if k in ("chunk_id", "rank", "text", "doc_id", "chunking")} for r in retrieved
         ],
-        "citations": citations,
     }
+    if citations is not None:
+        record["citations"] = citations
     if template is not None:
         record["template"] = template
     if answer is not None:
         record["answer"] = answer
     json.dumps(record)  # fail here, not in the log shipper, on something JSON cannot hold
     return record
+
+
+def _marker_citations(layout: Layout, retrieved: list[dict], answer: str, pattern: str) -> list[dict]:
+    """The answer's marker citations, resolved as ingest resolves them (lib/batch.py _marker_citations)."""
+    chunks = parse_retrieved(retrieved)
+    assert not isinstance(chunks, Reject)  # _prompt checked them
+    in_prompt = {s.chunk_id for s in layout.sections if s.chunk_id is not None}
+    absent: dict[str, str] = {}
+    for r in chunks:
+        if r["chunk_id"] not in in_prompt:
+            absent.setdefault(str(r["rank"]), r["chunk_id"])
+    refs = MarkerRefs(dict(layout.positions), {r["chunk_id"] for r in chunks}, absent)
+    try:
+        found = read_markers(
+            answer,
+            refs,
+            pattern=pattern or None,
+            chunk_texts=list(layout.chunk_texts.values()),
+            normalize=lambda text: normalize_str(text, layout.unescape),
+        )
+    except TooManyMarkers as exc:
+        raise ValueError(f"answer: {exc}") from None
+    return [
+        {
+            "chunk_id": refs.resolve(m.kind, m.ref) or m.ref,
+            "ref": m.ref,
+            "span": None,
+            "claim": m.claim,
+            "origin": MARKER,
+            "cited_as": m.cited_as,
+        }
+        for m in found
+    ]
+
+
+def _marker_pattern(config, surface: str | None) -> str:
+    if surface is None or config is None:
+        return ""
+    loaded = config if isinstance(config, Config) else _config(config)
+    return loaded.surface(surface).citation_marker
 
 
 def _prompt(prompt, retrieved, encoding, template, config) -> tuple[PromptReport, Layout]:
@@ -327,7 +395,11 @@ def _templates(config) -> dict:
         return BUILTIN_PROFILES
     if isinstance(config, Config):
         return config.templates
-    key = str(config)
+    return _config(config).templates
+
+
+def _config(path) -> Config:
+    key = str(path)
     if key not in _CONFIGS:
         _CONFIGS[key] = load_config(key)
-    return _CONFIGS[key].templates
+    return _CONFIGS[key]

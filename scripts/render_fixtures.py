@@ -503,6 +503,7 @@ class Rendered:
     pieces: dict[str, list[str]]
     positions: dict[int, tuple[str, str]] = field(default_factory=dict)
     unescape_html: bool = False
+    answer: str = ""
 
 
 def answer_text(cites: list[tuple[str, Cite]]) -> str:
@@ -586,19 +587,31 @@ def li_retriever(nodes):
     return FixedRetriever()
 
 
-def render_llamaindex_citation(server, docs, llm, query: Query, *, multimodal: bool, show_metadata: bool, cites):
+def render_llamaindex_citation(
+    server,
+    docs,
+    llm,
+    query: Query,
+    *,
+    multimodal: bool,
+    show_metadata: bool,
+    cites,
+    chunk_size: int = LLAMAINDEX_CITATION_CHUNK_SIZE,
+    answer: str | None = None,
+):
     from llama_index.core.query_engine import CitationQueryEngine
 
     nodes = li_nodes(query, docs, show_metadata=show_metadata)
     engine = CitationQueryEngine(
         li_retriever(nodes),
         llm=llm,
-        citation_chunk_size=LLAMAINDEX_CITATION_CHUNK_SIZE,
+        citation_chunk_size=chunk_size,
         node_postprocessors=li_postprocessors(),
         multimodal=multimodal,
     )
     holder = {}
-    prompt = server.send(answer_text(cites), lambda: holder.setdefault("r", engine.query(query.question)))
+    text = answer if answer is not None else answer_text(cites)
+    prompt = server.send(text, lambda: holder.setdefault("r", engine.query(query.question)))
     pieces: dict[str, list[str]] = {}
     positions: dict[int, tuple[str, str]] = {}
     for sn in holder["r"].source_nodes:
@@ -608,7 +621,9 @@ def render_llamaindex_citation(server, docs, llm, query: Query, *, multimodal: b
         cid = sn.node.metadata["chunk_id"]
         pieces.setdefault(cid, []).append(piece)
         positions[int(m.group(1))] = (cid, piece)
-    return Rendered(prompt, "json", pieces, positions)
+    rendered = Rendered(prompt, "json", pieces, positions)
+    rendered.answer = str(holder["r"])  # what the engine returned to the app: the model's text
+    return rendered
 
 
 def render_llamaindex_text_qa(server, docs, llm, query: Query, cites):
@@ -996,11 +1011,346 @@ def run() -> None:
         "\n".join(json.dumps(t, ensure_ascii=False) for t in truth_rows) + "\n", encoding="utf-8"
     )
     write_readme(counts)
+    write_marker_fixtures(server, docs, llm)
     server.shutdown()
     shutil.rmtree(workdir, ignore_errors=True)
     shutil.rmtree(_TK_CACHE, ignore_errors=True)
     for fmt, c in counts.items():
         print(f"{fmt:32s} " + " ".join(f"{k}={v}" for k, v in sorted(c.items())))
+
+
+# --- inline markers: answers that cite "[1][3]" instead of logging citations ------------------------------
+# The same engine, the same four calls; the capture server answers with inline markers as a model prompted by
+# CITATION_QA_TEMPLATE writes them (in a different style per call), and the record logs the engine's answer and no
+# `citations`: citegate reads the markers. Every marker's planted reason is checked against the rendered Sources.
+MARKERS_OUT = OUT / "markers"
+MARKER_FORMATS = {
+    # name: (citation_chunk_size, description)
+    "llamaindex_citation_markers": (
+        512,
+        "CitationQueryEngine, default citation_chunk_size (one Source per chunk), markers in the answer",
+    ),
+    "llamaindex_citation_markers_resplit": (
+        LLAMAINDEX_CITATION_CHUNK_SIZE,
+        f"CitationQueryEngine(citation_chunk_size={LLAMAINDEX_CITATION_CHUNK_SIZE}): each chunk re-split into several "
+        "Sources, markers name the pieces",
+    ),
+}
+
+
+@dataclass
+class Said:
+    """One cited chunk of a claim: the sentence of the chunk the claim restates (verbatim), and the planted reason."""
+
+    chunk_id: str  # "" for a number that names nothing
+    sentence: str
+    reason: str
+    note: str
+
+
+# per call: (claim as the model wrote it, what it cites); the chunk texts are CHUNKS'
+MARKER_PLANTS: dict[str, list[tuple[str, list[Said]]]] = {
+    "q1": [
+        (
+            "Once a refund is approved, it takes 3\u20135 business days to appear on your statement",
+            [Said(RET, "it takes 3\u20135 business days to appear on your statement", "ok", "a rendered sentence")],
+        ),
+        (
+            "Annual plans are refunded pro rata for the unused months, and Enterprise customers get 24/7 support",
+            [
+                Said(RET, "Annual plans are refunded pro rata for the unused months", "ok", "two chunks, one sentence"),
+                Said(SUP, "Support is available 24/7 for \u201cEnterprise\u201d customers", "ok", "the second of them"),
+            ],
+        ),
+        (
+            "Exported audit logs are delivered as JSON Lines files with one event per line",
+            [Said(DR, "Exported audit logs are delivered as JSON Lines files", "span_truncated", "the cut part")],
+        ),
+        (
+            "Hardware appliances ship within 10 business days of the order",
+            [
+                Said(
+                    HW, "Hardware appliances ship within 10 business days", "dropped_before_prompt", "rank 5, no Source"
+                )
+            ],
+        ),
+        (
+            "Refunds are always instant for resellers",
+            [Said("", "", "fabricated_id", "a number past the last Source and every rank")],
+        ),
+    ],
+    "q2": [
+        (
+            "The Pro plan costs $49 per month per workspace and includes up to 10 seats",
+            [Said(PLN, "The Pro plan costs $49 per month per workspace", "ok", "a rendered sentence")],
+        ),
+        (
+            "Pro customers get answers within one business day, Monday to Friday",
+            [Said(SUP, "Pro customers get answers within one business day", "ok", "a rendered sentence")],
+        ),
+        (
+            "Planned maintenance is announced at least 72 hours ahead",
+            [Said(ST, "Planned maintenance is announced on the status page", "dropped_before_prompt", "rank 5")],
+        ),
+        (
+            "Single sign-on works with Okta and Azure AD, and the REST API allows 600 requests per minute",
+            [
+                Said(SSO, "Single sign-on works with Okta, Azure AD and Google Workspace", "ok", "a list of two"),
+                Said(API, "The REST API allows 600 requests per minute per token", "ok", "the second of them"),
+                Said("", "", "fabricated_id", "a third number past the last Source"),
+            ],
+        ),
+    ],
+    "q3": [
+        (
+            "Deleted workspaces are kept in a recoverable state for 30 days",
+            [Said(DR, "Deleted workspaces are kept in a recoverable state for 30 days", "ok", "first sentence")],
+        ),
+        (
+            "Audit logs are retained for 400 days on the Team plan",
+            [
+                Said(
+                    DR,
+                    "Audit logs are retained for 400 days on the Team plan",
+                    "ok",
+                    "the sentence the cut runs through",
+                )
+            ],
+        ),
+        (
+            "A deletion certificate can be requested from the privacy team once backup copies are purged",
+            [Said(DR, "a deletion certificate can be requested from the privacy team", "span_truncated", "cut part")],
+        ),
+        (
+            "Refunds are issued to the original payment method",
+            [Said(RET, "Refunds are issued to the original payment method", "ok", "a list item")],
+        ),
+        (
+            "Hardware appliances ship within 10 business days",
+            [Said(HW, "Hardware appliances ship within 10 business days", "dropped_before_prompt", "rank 5")],
+        ),
+    ],
+    "q4": [
+        (
+            "Requests over the limit receive HTTP 429 with a Retry-After header",
+            [Said(API, "Requests over the limit receive HTTP 429 with a Retry-After header", "ok", "(Source N)")],
+        ),
+        (
+            "A batch may hold at most 500 items",
+            [Said(API, "a batch may hold at most 500 items", "ok", "(Source N)")],
+        ),
+        (
+            "Usage-based add-ons are billed only above 1,000 API calls per day",
+            [Said(PLN, "Usage-based add-ons are billed only when usage is > 1,000 API calls per day", "ok", "")],
+        ),
+        (
+            "Deleted workspaces are kept for 30 days",
+            [Said(DR, "Deleted workspaces are kept in a recoverable state for 30 days", "dropped_before_prompt", "")],
+        ),
+        (
+            "Webhooks are retried for up to a week",
+            [Said("", "", "fabricated_id", "a number past the last Source")],
+        ),
+    ],
+}
+
+
+def _marker_numbers(query: Query, plants, positions: dict[int, tuple[str, str]]) -> list[list[int]]:
+    """The number the model writes for each cited chunk: the Source holding the sentence (the chunk's last Source
+    when the sentence was cut off), the chunk's rank when it has no Source, else one past the last Source and rank."""
+    last = max(max(positions), len(query.retrieved))
+    ranks = {cid: n for n, (cid, _) in enumerate(query.retrieved, 1)}
+    out = []
+    for _, said in plants:
+        numbers = []
+        for s in said:
+            mine = [n for n, (cid, _) in sorted(positions.items()) if cid == s.chunk_id]
+            if s.reason == "fabricated_id":
+                last += 2
+                numbers.append(last)
+            elif s.reason == "dropped_before_prompt":
+                numbers.append(ranks[s.chunk_id])
+            elif s.reason == "span_truncated":
+                numbers.append(mine[-1])
+            else:
+                held = [n for n in mine if norm(s.sentence) in norm(positions[n][1])]
+                numbers.append(
+                    held[0] if held else next(n for n in mine if norm(s.sentence)[:30] in norm(positions[n][1]))
+                )
+        out.append(numbers)
+    return out
+
+
+def _possible(plants, query: Query, positions: dict[int, tuple[str, str]]):
+    """The plants this rendering can hold: a dropped chunk's rank is a marker only when no Source has that number (a
+    re-split engine numbers more Sources than there are chunks)."""
+    ranks = {cid: n for n, (cid, _) in enumerate(query.retrieved, 1)}
+    out = []
+    for claim, said in plants:
+        kept = [s for s in said if s.reason != "dropped_before_prompt" or ranks[s.chunk_id] not in positions]
+        if kept:
+            out.append((claim, kept))
+    return out
+
+
+def _marker_answer(qid: str, plants, numbers: list[list[int]]) -> str:
+    """The answer as a model writes it, one style per call: [1][2]; [1, 2] after a lead-in; a Markdown list with the
+    markers after the period and a sources line; (Source N)."""
+    if qid == "q1":
+        return " ".join(f"{claim} " + "".join(f"[{n}]" for n in ns) + "." for (claim, _), ns in zip(plants, numbers))
+    if qid == "q2":
+        body = " ".join(f"{claim} [" + ", ".join(map(str, ns)) + "]." for (claim, _), ns in zip(plants, numbers))
+        return "Based on the sources: " + body
+    if qid == "q3":
+        items = "\n".join(f"- {claim}." + "".join(f"[{n}]" for n in ns) for (claim, _), ns in zip(plants, numbers))
+        used = sorted({n for ns in numbers for n in ns})
+        return "Here is what the sources say:\n\n" + items + "\n\nSources: " + ", ".join(f"[{n}]" for n in used)
+    return " ".join(
+        f"{claim} (" + ", ".join(f"Source {n}" for n in ns) + ")." for (claim, _), ns in zip(plants, numbers)
+    )
+
+
+def _check_marker_truth(r: Rendered, query: Query, said: Said, number: int) -> None:
+    """The planted reason is what the rendered Sources give for this number."""
+    prompt = norm(" ".join(m.text for m in decode_body(r.prompt, r.encoding).messages))
+    fail = f"{query.qid} [{number}] {said.sentence!r}: planted {said.reason}"
+    if said.reason == "fabricated_id":
+        assert number not in r.positions and number > len(query.retrieved), fail
+    elif said.reason == "dropped_before_prompt":
+        assert number not in r.positions and not r.pieces.get(said.chunk_id), fail
+        assert query.retrieved[number - 1][0] == said.chunk_id and norm(said.sentence) not in prompt, fail
+    elif said.reason == "span_truncated":
+        assert r.positions[number][0] == said.chunk_id, fail
+        assert norm(said.sentence) in norm(CHUNKS[said.chunk_id][1]) and norm(said.sentence) not in prompt, fail
+    else:
+        assert r.positions[number][0] == said.chunk_id and norm(said.sentence) in prompt, fail
+
+
+def write_marker_fixtures(server: FixtureServer, docs, llm) -> None:
+    MARKERS_OUT.mkdir(parents=True, exist_ok=True)
+    truth: list[dict] = []
+    counts: dict[str, dict[str, int]] = {}
+    for fmt, (chunk_size, _) in MARKER_FORMATS.items():
+        lines = []
+        for qi, query in enumerate(QUERIES):
+            options = dict(multimodal=False, show_metadata=True, cites=[], chunk_size=chunk_size)
+            probe = render_llamaindex_citation(server, docs, llm, query, **options)
+            server.bodies.clear()
+            plants = _possible(MARKER_PLANTS[query.qid], query, probe.positions)
+            numbers = _marker_numbers(query, plants, probe.positions)
+            answer = _marker_answer(query.qid, plants, numbers)
+            r = render_llamaindex_citation(server, docs, llm, query, **options, answer=answer)
+            assert r.prompt == probe.prompt, "LlamaIndex rendering is not deterministic"
+            assert r.answer == answer, "the engine changed the model's answer"
+            request_id = f"fx-{fmt}-{query.qid}"
+            position = 0
+            for (claim, said), ns in zip(plants, numbers):
+                for s, n in zip(said, ns):
+                    _check_marker_truth(r, query, s, n)
+                    truth.append(
+                        {
+                            "file": f"{fmt}.jsonl",
+                            "request_id": request_id,
+                            "position": position,
+                            "chunk_id": s.chunk_id or str(n),
+                            "number": n,
+                            "claim": claim + ".",
+                            "expected_reason": s.reason,
+                            "note": s.note,
+                        }
+                    )
+                    position += 1
+                    counts.setdefault(fmt, {}).setdefault(s.reason, 0)
+                    counts[fmt][s.reason] += 1
+            record = {
+                "request_id": request_id,
+                "logged_at": f"2026-11-08T{9 + qi:02d}:{14 + 7 * qi:02d}:{3 + 11 * qi:02d}.{417 + qi * 101:03d}Z",
+                "surface": fmt,
+                "answer_model": "gpt-4o-mini",
+                "prompt": r.prompt,
+                "prompt_encoding": r.encoding,
+                "retrieved": retrieved_field(query),
+                "answer": r.answer,
+            }
+            lines.append(json.dumps(record, ensure_ascii=False))
+        (MARKERS_OUT / f"{fmt}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (MARKERS_OUT / "truth.jsonl").write_text(
+        "\n".join(json.dumps(t, ensure_ascii=False) for t in truth) + "\n", encoding="utf-8"
+    )
+    versions = "\n".join(f"| {p} | {md.version(p)} |" for p in VERSIONED)
+    files = "\n".join(f"| `{fmt}.jsonl` | {desc} |" for fmt, (_, desc) in MARKER_FORMATS.items())
+    reasons = ["ok", "fabricated_id", "dropped_before_prompt", "span_truncated"]
+    table = "\n".join(
+        f"| `{fmt}` | " + " | ".join(str(c.get(x, 0)) for x in reasons) + " |" for fmt, c in counts.items()
+    )
+    (MARKERS_OUT / "README.md").write_text(
+        MARKERS_README.format(
+            files=files,
+            truth_row=MARKERS_TRUTH_ROW,
+            reasons=" | ".join(reasons),
+            sep="|---" * (len(reasons) + 1) + "|",
+            table=table,
+            versions=versions,
+            python=sys.version.split()[0],
+            budget=CHUNK_TOKEN_BUDGET,
+            cutoff=SIMILARITY_CUTOFF,
+        ),
+        encoding="utf-8",
+    )
+    for fmt, c in counts.items():
+        print(f"{fmt:40s} " + " ".join(f"{k}={v}" for k, v in sorted(c.items())))
+
+
+MARKERS_TRUTH_ROW = (  # longer than a source line
+    "| `truth.jsonl` | one line per citation citegate must read: `file`, `request_id`, `position` (citation id "
+    "`request_id#position`, in the order of the answer's sentences and markers), `chunk_id` the marker names (the "
+    "number when it names none), `number` as written, `claim` (the sentence without its markers), `expected_reason`, "
+    "`note` |"
+)
+MARKERS_README = """# Marker fixtures: answers that cite with inline markers
+
+Calls rendered by LlamaIndex's `CitationQueryEngine` (its default `CITATION_QA_TEMPLATE`, the openai SDK through
+`llama-index-llms-openai`) against a local OpenAI-compatible server on 127.0.0.1 that records the request body and
+answers with inline markers (`[1][2]`, `[1, 2]`, a Markdown list with `.[1]` and a `Sources:` line, `(Source 1)`).
+Each record logs the body exactly as sent (`prompt_encoding: json`), what retrieval returned, and the engine's answer;
+it has **no `citations` field**: citegate reads the markers. **Generated by `scripts/render_fixtures.py`
+(`make fixtures`); do not edit by hand.**
+
+| file | what |
+|---|---|
+{files}
+{truth_row}
+
+The calls are the framework fixtures' four (same questions, chunks and scores): the engine's own
+`SimilarityPostprocessor(similarity_cutoff={cutoff})` drops the rank-5 chunk, and the app's node postprocessor cuts
+every chunk to its first {budget} tokens (only `acme-kb/data-retention.md#c1` is longer: its cut runs through the
+sentence "Audit logs are retained for 400 days ..."). A marker number is the `Source N` the engine rendered for the
+sentence the claim restates; `dropped_before_prompt`: the rank of a chunk that has no Source (the cutoff dropped
+it); `span_truncated`: the Source of the cut chunk, for a sentence in its cut part; `fabricated_id`: a number past
+the last Source and every rank. The script asserts each of these against what the engine really rendered.
+
+Planted reasons, per file:
+
+| file | {reasons} |
+{sep}
+{table}
+
+## Versions used
+
+Python {python}.
+
+| package | version |
+|---|---|
+{versions}
+
+## What could not be done with the real code, and why
+
+- **The model** is the capture server: its answers are scripted (a model prompted by the template writes the same
+  forms). The engine's `response` is checked to be that text unchanged.
+- **A chunk dropped by a token budget**: LlamaIndex's default synthesizer (compact) never drops a Source for
+  the window, it repacks and refines across calls; the dropped chunk here is the one the engine's similarity cutoff
+  removed (retrieved, with a rank, never a Source).
+"""
 
 
 VERSIONED = [
@@ -1072,6 +1422,9 @@ returned to the SDK.
 |---|---|---|
 {files}
 {truth_row}
+
+Answers that cite with inline markers (`[1][2]`) and log no `citations`, from the same engine and calls, are in
+`markers/` (its README says how they were made).
 
 Four scenarios per file (q1-q4, same questions and chunks in every format). The app's assembly: the
 top {top_k} retrieved chunks are rendered and rank 5 is dropped (LlamaIndex: its own

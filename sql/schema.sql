@@ -96,8 +96,16 @@ create table if not exists citations (
     span_normalized varchar,
     claim_normalized varchar,
     normalization_version varchar not null,
-    cited_as varchar,                    -- schema 3: the id as the answer gave it, when that was a position ("[2]")
-    location_mismatch varchar            -- schema 4: a native citation whose cited text is not at its location: why
+    cited_as varchar,                    -- schema 3: the id as the answer gave it, when that was a position ("[2]");
+                                         -- schema 18: an inline marker as written ("[1-3]", "【2】")
+    location_mismatch varchar,           -- schema 4: a native citation whose cited text is not at its location: why
+    -- schema 18: where the citation came from, and the anchor of one without a span (README "Citations")
+    origin varchar default 'structured', -- structured (the log's citations) | marker (the answer's) | native (a provider's)
+    span_given boolean default true,     -- false: no span (a marker, or {chunk_id, claim}): the anchor is checked
+    anchor_start integer,                -- the claim's best-supporting sentence in the cited chunk's retrieved text
+    anchor_end integer,                  --   (normalized); null: no sentence shares a word or number with the claim
+    anchor_prompt_start integer,         -- ... and in prompt_normalized, when all of it reached the prompt
+    anchor_prompt_end integer
 );
 
 create table if not exists ingest_rejects (
@@ -456,7 +464,14 @@ create table if not exists citation_queue (
     escalation_cause varchar,
     reviewed_by varchar,
     reviewed_at timestamptz,
-    queued_at timestamptz not null
+    queued_at timestamptz not null,
+    -- schema 18: a citation without a span shows its anchor (null once dropped, like the claim)
+    origin varchar,                      -- structured | marker | native
+    cited_as varchar,
+    span_given boolean,
+    anchor varchar,                      -- the anchor sentence, as retrieved (normalized)
+    anchor_start integer,                -- where it stands in the chunk's retrieved text (normalized)
+    anchor_end integer
 );
 
 create table if not exists metric_definitions (

@@ -196,3 +196,126 @@ RAW_TEXT = (  # README "retrievals": how analysts read the text as logged back (
     "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
     "from retrievals r left join prompts p using (request_id, day) order by request_id, position"
 )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Inline markers and span-less citations: one call's chunks, rendered with numbered headers (or none); chunk 3 cut
+# before its last sentence, chunk 5 retrieved but left out; each planted sentence cites chunks by number.
+MARKER_CHUNKS = {
+    "kb#1": "Refunds are issued to the original payment method. Once a refund is approved, it takes 3 to 5 business "
+    "days to appear on your statement.",
+    "kb#2": "Support is available around the clock for Enterprise customers. Pro customers get answers within one "
+    "business day.",
+    "kb#3": "Deleted workspaces are kept for 30 days. Backups are encrypted with AES-256 and stored in two regions. "
+    "Audit logs are retained for 400 days on the Team plan.",
+    "kb#4": "Hardware appliances ship within 10 business days of the order. Shipping to the EU is free.",
+    "kb#5": "The REST API allows 600 requests per minute per token. Batch endpoints hold at most 500 items.",
+}
+MARKER_CUT = {"kb#3": "Deleted workspaces are kept for 30 days. Backups are encrypted with AES-256 and stored in two"}
+MARKER_RENDERED = ["kb#1", "kb#2", "kb#3", "kb#4"]  # kb#5 (rank 5) is left out of the prompt
+# (claim, [(number cited, expected reason)]); 9 names no chunk
+MARKER_PLANTS = [
+    ("Refunds take 3 to 5 business days to appear on your statement", [(1, "ok")]),
+    ("Audit logs are retained for 400 days on the Team plan", [(3, "span_truncated")]),
+    ("The REST API allows 600 requests per minute per token", [(5, "dropped_before_prompt")]),
+    ("Enterprise customers get a dedicated onboarding manager", [(9, "fabricated_id")]),
+    (
+        "Backups are encrypted with AES-256 and Pro customers get answers within one business day",
+        [(2, "ok"), (3, "ok")],
+    ),
+    (
+        "Hardware ships within 10 business days and the API allows 600 requests per minute",
+        [(4, "ok"), (5, "dropped_before_prompt")],
+    ),
+    ("Support is available around the clock for Enterprise customers", [(1, "ok"), (2, "ok"), (3, "ok")]),
+]
+MARKER_QUESTION = "How long do refunds take, and how are backups kept?"
+
+
+def _ranges(numbers: list[int]) -> str:
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+# style -> how a sentence's cited numbers are written after it
+MARKER_STYLES = {
+    "brackets": lambda ns: "".join(f"[{n}]" for n in ns),
+    "list": lambda ns: "[" + ", ".join(map(str, ns)) + "]",
+    "ranges": lambda ns: "[" + _ranges(ns) + "]",
+    "lenticular": lambda ns: "".join(f"\u3010{n}\u3011" for n in ns),
+    "footnotes": lambda ns: "".join(f"[^{n}]" for n in ns),
+    "sources": lambda ns: (
+        "(Source " + str(ns[0]) + ")" if len(ns) == 1 else "(Sources " + ", ".join(map(str, ns)) + ")"
+    ),
+    "chunk_ids": lambda ns: "".join(f"[kb#{n}]" for n in ns),
+    "custom": lambda ns: "".join(f"{{{{{n}}}}}" for n in ns),
+}
+CUSTOM_MARKER = r"\{\{(?P<ref>[^{}]+)\}\}"  # [surfaces.custom] citation_marker
+
+
+def marker_prompt(headers: str) -> str:
+    """The call's prompt: chunks in rank order with `headers` numbering (source | document | index | none)."""
+    texts = [(n, MARKER_CUT.get(cid, MARKER_CHUNKS[cid])) for n, cid in enumerate(MARKER_RENDERED, 1)]
+    if headers == "source":
+        body = "\n\n".join(f"Source {n}:\n{t}" for n, t in texts)
+        return f"Answer with citations like [1].\n------\n{body}\n------\nQuery: {MARKER_QUESTION}\nAnswer: "
+    if headers == "document":
+        body = "\n".join(f"Document [{n}](Title: kb {n}): {t}" for n, t in texts)
+        return (
+            f"Answer the question using the documents and cite them.\n\n{body}\n\nQuestion: {MARKER_QUESTION}\nAnswer:"
+        )
+    if headers == "index":
+        docs = "".join(
+            f'<document index="{n}">\n<document_content>\n{t}\n</document_content>\n</document>\n' for n, t in texts
+        )
+        return f"<documents>\n{docs}</documents>\n\n{MARKER_QUESTION}"
+    body = "\n\n".join(t for _, t in texts)
+    return f"Use the following pieces of context to answer.\n----------------\n{body}\n\nQuestion: {MARKER_QUESTION}"
+
+
+def marker_answer(style: str) -> str:
+    write = MARKER_STYLES[style]
+    answer = " ".join(f"{claim} {write([n for n, _ in cited])}." for claim, cited in MARKER_PLANTS)
+    if style == "footnotes":
+        numbers = sorted({n for _, cited in MARKER_PLANTS for n, _ in cited})
+        answer += "\n\n" + "\n".join(f"[^{n}]: Source {n}" for n in numbers)
+    return answer
+
+
+def marker_expected(style: str) -> list[tuple[str, str, str]]:
+    """(chunk id checked, claim, reason) per citation, in citation order."""
+    out = []
+    for claim, cited in MARKER_PLANTS:
+        for n, reason in cited:
+            checked = f"kb#{n}" if n <= 5 else (f"kb#{n}" if style == "chunk_ids" else str(n))
+            out.append((checked, claim + ".", reason))
+    return out
+
+
+def marker_record(style: str, headers: str = "source", request_id: str | None = None) -> dict:
+    return {
+        "request_id": request_id or f"markers-{style}-{headers}",
+        "logged_at": "2026-11-02T10:00:00Z",
+        "surface": "custom" if style == "custom" else "markers",
+        "answer_model": "gpt-test",
+        "prompt": marker_prompt(headers),
+        "retrieved": [
+            {"chunk_id": cid, "rank": n, "text": text} for n, (cid, text) in enumerate(MARKER_CHUNKS.items(), 1)
+        ],
+        "answer": marker_answer(style),
+    }
+
+
+def spanless_record(headers: str = "source", request_id: str = "spanless-1") -> dict:
+    """The same call with structured citations that carry no span: {chunk_id, claim}."""
+    record = marker_record("brackets", headers, request_id)
+    record["answer"] = "An answer."
+    record["citations"] = [
+        {"chunk_id": f"kb#{n}", "claim": claim + "."} for claim, cited in MARKER_PLANTS for n, _ in cited
+    ]
+    return record

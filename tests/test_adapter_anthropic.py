@@ -141,6 +141,8 @@ def test_each_citation_chunk_span_claim_and_location_mismatch():
             e = expected[f"{rid}#{pos}"]
             seen.add(f"{rid}#{pos}")
             assert cit["chunk_id"] == e["chunk_id"], (rid, pos)
+            # the API located native citations; a list at citations_path is the app's own (structured)
+            assert cit.get("origin") == (None if rid == "msg_fx_anthropic_05" else "native"), (rid, pos)
             if e["location_mismatch"] is None:
                 assert cit.get("location_mismatch") is None, (rid, pos, cit)
             else:
@@ -154,6 +156,7 @@ def test_each_citation_chunk_span_claim_and_location_mismatch():
         "span": "Refunds to the original card are issued within 5 business days of approval. ",  # cited_text
         "claim": sentence_1,  # the sentence around the cited text block "within 5 business days of approval"
         "location_mismatch": None,
+        "origin": "native",  # the API located it, not the model
     }
     # a block location over two blocks: the API joins the cited blocks with nothing; verified, the span is
     # written with the blank line the decoded prompt has between them, so the gate finds it
@@ -435,6 +438,9 @@ def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
         _ingest(con, tmp_path)
         filled = con.execute("select count(*) from citations where location_mismatch is not null").fetchone()
         assert filled == (10,)
+        # the API located the native citations; msg 05's are the answer's own list at citations_path
+        origins = "select origin, count(*) from citations group by origin order by origin"
+        assert con.execute(origins).fetchall() == [("native", 22), ("structured", 7)]
         got = {cid: reason for cid, (reason, _) in _gate(con).items()}
     assert got == {cid: e["expected_reason"] for cid, e in _citation_expectations().items()}
 

@@ -287,7 +287,7 @@ def test_a_schema_16_warehouse_gains_the_tier_columns_and_keeps_its_rows(tmp_pat
         con.execute("insert into schema_version values (16, now())")
     with connect(path) as con:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(17,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(18,)]
         assert con.sql("select citation_id, verdict, decided_by from support_verdicts").fetchall() == [
             ("c1", "yes", None)
         ]

@@ -405,6 +405,6 @@ def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypat
         con.execute("insert into schema_version values (10, now())")
     with connect(path) as con, connect(reference, read_only=True) as ref:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(17,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(18,)]
         assert con.sql(RAW_TEXT).fetchall() == ref.sql(RAW_TEXT).fetchall()
         assert con.sql("select count(*) from retrievals where raw_start is not null").fetchall() == [(0,)]

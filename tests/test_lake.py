@@ -25,7 +25,9 @@ NOW = datetime(2026, 11, 20, tzinfo=timezone.utc)
 
 def add_citations(con, day: date, n: int, prefix: str = "r") -> None:
     con.execute(
-        "insert into citations select $p || '-' || $day || '-' || i || '#0', $p || '-' || $day || '-' || i, $day, 0, "
+        "insert into citations (citation_id, request_id, day, position, surface, answer_model, chunk_id, span, claim, "
+        "span_normalized, claim_normalized, normalization_version, cited_as, location_mismatch) "
+        "select $p || '-' || $day || '-' || i || '#0', $p || '-' || $day || '-' || i, $day, 0, "
         "'web', 'model-a', 'k' || i, 'span ' || i, 'claim ''' || i || '''', 'span ' || i, 'claim ' || i, 'n1', "
         "null, null from range($n) t(i)",
         {"p": prefix, "day": day, "n": n},

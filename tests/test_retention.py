@@ -188,7 +188,7 @@ def test_migration_10_lets_text_columns_hold_null(tmp_path):
             con.execute("insert into schema_version values (9, now())")
     with connect(path) as con:
         ensure_schema(con)
-        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(17,)]
+        assert con.sql("select max(version) from schema_version").fetchall() == [(SCHEMA_VERSION,)] == [(18,)]
         con.execute("update prompt_rows set prompt_raw = null, prompt_normalized = null")
         assert con.sql("select request_id, prompt_raw, prompt_sha256 = sha256('p') from prompts").fetchall() == [
             ("r1", None, True)

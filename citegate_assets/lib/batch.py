@@ -16,13 +16,16 @@ from operator import itemgetter
 
 import polars as pl
 
+from .anchors import Stretch, anchor_in_prompt, anchor_sentence
 from .config import Config
 from .containers import Message, PromptDecodeError, decode_body
-from .layout import auto_unescape, block_label, label_at, uses_block_search
+from .layout import auto_unescape, block_label, label_at, positions_of, uses_block_search
 from .locate import find_text, locate_chunks, positional_ref
+from .markers import MarkerRefs, TooManyMarkers, read_markers
 from .normalize import NORMALIZATION_VERSION, normalize
+from .normalize_plain import normalize_str
 from .profiles import AUTO, BODY, CONTEXT, HEADER, Piece, split_prompt
-from .records import Record, Reject
+from .records import MARKER, Record, Reject
 from .timestamps import UTC_TIMESTAMP
 
 
@@ -107,6 +110,7 @@ def build_frames(
     answer_reject_rows: list[tuple] = []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
     block_labels: dict[str, dict[int, str]] = {}  # auto: message number -> the id its document block carries
+    marker_answers: list[tuple[Record, str]] = []  # (record, unescape): no citations given, the answer's markers
     for key, rec in items:
         source_file, line_no = origin[key]
         template = template_of(rec, config)
@@ -191,8 +195,11 @@ def build_frames(
             answer_reject_rows.append(
                 _answer_reject(rec, rec.answer_reject.reason, rec.answer_reject.detail, source_file, line_no, now)
             )
+        elif not rec.citations:
+            if rec.answer and rec.answer.strip():
+                marker_answers.append((rec, unescape))
         else:
-            for position, c in enumerate(rec.citations or []):
+            for position, c in enumerate(rec.citations):
                 citation_rows.append(
                     (
                         f"{rid}#{position}",
@@ -206,6 +213,7 @@ def build_frames(
                         c["claim"],
                         unescape,
                         c.get("location_mismatch"),
+                        c["origin"],
                     )
                 )
 
@@ -224,6 +232,15 @@ def build_frames(
             .otherwise(pl.col("profile_status"))
         )
     citation_rows = _resolve_positions(citation_rows, sections, retrievals)
+    if marker_answers:
+        marker_rows, refused = _marker_citations(marker_answers, config, sections, retrievals)
+        citation_rows += marker_rows
+        for key, rec in items:
+            if rec.request_id in refused:
+                source_file, line_no = origin[key]
+                answer_reject_rows.append(
+                    _answer_reject(rec, "too_many_markers", refused[rec.request_id], source_file, line_no, now)
+                )
     retrievals = (
         retrievals.join(
             sections.filter(pl.col("chunk_id").is_not_null())
@@ -237,6 +254,7 @@ def build_frames(
         .drop("unescape")
     )
     citations, emptied = _citations(citation_rows)
+    citations = _anchored(citations, sections, retrievals, joined)
     if emptied.height:
         # a span or claim that normalizes to nothing would match everywhere: reject the whole answer
         bad = set(emptied["request_id"].to_list())
@@ -255,7 +273,7 @@ def build_frames(
                     )
                 )
     answer_rejects = _frame(answer_reject_rows, ANSWER_REJECT_SCHEMA)
-    return Frames(prompts, sections, retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects)
+    return Frames(prompts, sections.drop(CHUNK_RANGE), retrievals.select(RETRIEVAL_COLUMNS), citations, answer_rejects)
 
 
 PROMPT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -518,6 +536,8 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
             truncated=pl.col("chunk_text").is_not_null()
             & (body_len < pl.col("chunk_text").str.len_chars())
             & pl.col("chunk_text").str.starts_with(pl.col("body")),
+            # the chunk's text the body holds, when it is the text or a prefix of it (an anchor maps through it)
+            prefix=pl.col("chunk_text").is_not_null() & pl.col("chunk_text").str.starts_with(pl.col("body")),
         )
         .select(
             "request_id",
@@ -530,6 +550,8 @@ def _sections(pieces: pl.DataFrame, retrievals: pl.DataFrame, prompts: pl.DataFr
             body_end=pl.col("body_end").cast(pl.Int32),
             chunk_chars="chunk_chars",
             truncated="truncated",
+            chunk_from=pl.when(pl.col("prefix")).then(pl.lit(0, pl.Int32)),
+            chunk_to=pl.when(pl.col("prefix")).then(body_len.cast(pl.Int32)),
         )
         .sort("request_id", "section_no")
     )
@@ -601,6 +623,7 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
         "claim": pl.String,
         "unescape": pl.String,
         "location_mismatch": pl.String,
+        "origin": pl.String,
         "cited_as": pl.String,
     }
     df = _frame(rows, schema)
@@ -608,6 +631,7 @@ def _citations(rows: list[tuple]) -> tuple[pl.DataFrame, pl.DataFrame]:
         span_normalized=normalize(pl.col("span"), _unescape_of(df)),
         claim_normalized=normalize(pl.col("claim"), _unescape_of(df)),
         normalization_version=pl.lit(NORMALIZATION_VERSION),
+        span_given=pl.col("span").is_not_null(),
     ).drop("unescape")
     emptied = df.filter((pl.col("span_normalized") == "") | (pl.col("claim_normalized") == ""))
     return df, emptied
@@ -624,7 +648,10 @@ SECTION_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "body_end": pl.Int32,
     "chunk_chars": pl.Int32,
     "truncated": pl.Boolean,
+    "chunk_from": pl.Int32,  # the chunk's text [chunk_from, chunk_to) the body holds (not stored: anchors use it)
+    "chunk_to": pl.Int32,
 }
+CHUNK_RANGE = ["chunk_from", "chunk_to"]
 BOUNDS_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "request_id": pl.String,
     "context_start": pl.Int32,
@@ -720,6 +747,8 @@ def _locate_auto(
                     r.end,
                     found.chunk_chars[r.chunk_id],
                     r.chunk_id in found.truncated,
+                    r.chunk_from,
+                    r.chunk_to,
                 )
             )
         if found.context is not None and rid not in in_block:
@@ -730,7 +759,7 @@ def _locate_auto(
 def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retrievals: pl.DataFrame) -> list[tuple]:
     """A cited id that is no retrieved chunk's id but a label a header or document block gave a chunk (a title),
     or a position ("2", "[2]", "Source 2"), means that chunk: the section whose header says so (else, with no
-    numbered headers, the N-th chunk found). Same rules as lib/layout._positions, for the guard."""
+    numbered headers, the N-th chunk found). Same rules as lib/layout.positions_of, for the guard."""
     retrieved = set(retrievals.select(pl.concat_str("request_id", pl.lit("\x00"), "chunk_id")).to_series().to_list())
     refs: dict[tuple[str, str], str] = {}
     found = sections.filter(pl.col("chunk_id").is_not_null())
@@ -765,3 +794,100 @@ def _resolve_positions(citation_rows: list[tuple], sections: pl.DataFrame, retri
                 continue
         out.append((*row, None))
     return out
+
+
+def _marker_citations(
+    answers: list[tuple[Record, str]], config: Config, sections: pl.DataFrame, retrievals: pl.DataFrame
+) -> tuple[list[tuple], dict[str, str]]:
+    """The citation rows of the answers that gave no citations: one per (sentence, marker reference) of the answer,
+    each resolved to the chunk it names (lib/markers.py; the guard reads answers the same way); and the answers
+    refused, request id -> why (more markers than markers.MAX_MARKERS)."""
+    wanted = [rec.request_id for rec, _ in answers]
+    mine = sections.filter(pl.col("request_id").is_in(wanted) & pl.col("chunk_id").is_not_null())
+    headers: dict[str, list[tuple[str | None, str]]] = {}
+    for rid, ref, chunk_id in zip(
+        mine["request_id"].to_list(), mine["header_ref"].to_list(), mine["chunk_id"].to_list()
+    ):
+        headers.setdefault(rid, []).append((ref, chunk_id))
+    texts: dict[str, list[str]] = {}
+    for rid, text in (
+        retrievals.filter(pl.col("request_id").is_in(wanted)).select("request_id", "text_normalized").rows()
+    ):
+        texts.setdefault(rid, []).append(text)
+    rows, refused = [], {}
+    for rec, unescape in answers:
+        rid = rec.request_id
+        refs = marker_refs(headers.get(rid, []), rec.retrieved)
+        try:
+            found = read_markers(
+                rec.answer or "",
+                refs,
+                pattern=config.surface(rec.surface).citation_marker or None,
+                chunk_texts=texts.get(rid, []),
+                normalize=lambda text, mode=unescape: normalize_str(text, mode),  # type: ignore[misc]
+            )
+        except TooManyMarkers as exc:
+            refused[rid] = f"answer: {exc}"
+            continue
+        for position, m in enumerate(found):
+            chunk_id = refs.resolve(m.kind, m.ref) or m.ref
+            row = (f"{rid}#{position}", rid, rec.day, position, rec.surface, rec.answer_model, chunk_id, None)
+            rows.append((*row, m.claim, unescape, None, MARKER, m.cited_as))
+    return rows, refused
+
+
+def marker_refs(headers: list[tuple[str | None, str]], retrieved: list[dict]) -> MarkerRefs:
+    """What a call's markers may name. headers: (header_ref, chunk_id) of its sections in prompt order."""
+    in_prompt = {chunk_id for _, chunk_id in headers}
+    absent: dict[str, str] = {}
+    for r in retrieved:
+        if r["chunk_id"] not in in_prompt:
+            absent.setdefault(str(r["rank"]), r["chunk_id"])
+    return MarkerRefs(positions_of(headers), {r["chunk_id"] for r in retrieved}, absent)
+
+
+ANCHOR_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "citation_id": pl.String,
+    "anchor_start": pl.Int32,  # the anchor in the cited chunk's retrieved text (normalized)
+    "anchor_end": pl.Int32,
+    "anchor_prompt_start": pl.Int32,  # ... and in prompt_normalized, when all of it reached the prompt
+    "anchor_prompt_end": pl.Int32,
+}
+
+
+def _anchored(
+    citations: pl.DataFrame, sections: pl.DataFrame, retrievals: pl.DataFrame, joined: pl.DataFrame
+) -> pl.DataFrame:
+    """citations with each span-less one's anchor (lib/anchors.py): where the claim's best-supporting sentence
+    stands in the cited chunk's retrieved text and, when it reached the prompt, in the normalized prompt."""
+    spanless = citations.filter(~pl.col("span_given"))
+    rows: list[tuple] = []
+    if spanless.height:
+        wanted = spanless["request_id"].unique().to_list()
+        texts = {
+            (rid, chunk_id): text
+            for rid, chunk_id, text in retrievals.filter(pl.col("request_id").is_in(wanted))
+            .select("request_id", "chunk_id", "text_normalized")
+            .rows()
+        }
+        stretches: dict[tuple[str, str], list[Stretch]] = {}
+        for rid, chunk_id, start, end, cfrom, cto in (
+            sections.filter(pl.col("request_id").is_in(wanted) & pl.col("chunk_id").is_not_null())
+            .sort("request_id", "section_no")
+            .select("request_id", "chunk_id", "body_start", "body_end", "chunk_from", "chunk_to")
+            .rows()
+        ):
+            stretches.setdefault((rid, chunk_id), []).append(Stretch(start, end, cfrom, cto))
+        prompts = dict(joined.filter(pl.col("request_id").is_in(wanted)).rows())
+        for cid, rid, chunk_id, claim in spanless.select(
+            "citation_id", "request_id", "chunk_id", "claim_normalized"
+        ).rows():
+            text = texts.get((rid, chunk_id))
+            anchor = anchor_sentence(claim, text) if text is not None else None
+            if anchor is None:
+                continue
+            placed = anchor_in_prompt(
+                claim, anchor, text or "", prompts.get(rid) or "", stretches.get((rid, chunk_id), [])
+            )
+            rows.append((cid, *anchor, *(placed or (None, None))))
+    return citations.join(_frame(rows, ANCHOR_SCHEMA), on="citation_id", how="left", maintain_order="left")

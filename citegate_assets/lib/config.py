@@ -141,6 +141,23 @@ def _owners(key: str, value: object) -> dict:
     return dict(table)
 
 
+def _marker_pattern(key: str, value: object) -> str:
+    """A regex that compiles, has a named group `ref`, and matches no empty text (it would cite everywhere)."""
+    if not isinstance(value, str):
+        raise _bad(key, value, "a string: a regular expression with a named group 'ref'")
+    if value == "":
+        return value
+    try:
+        pattern = re.compile(value)
+    except re.error as exc:
+        raise _Bad(f"{key} = {value!r}: not a regular expression: {exc}") from None
+    if "ref" not in pattern.groupindex:
+        raise _Bad(f"{key} = {value!r}: the pattern has no named group 'ref' (write (?P<ref>...) around the id)")
+    if pattern.fullmatch(""):
+        raise _Bad(f"{key} = {value!r}: the pattern matches empty text")
+    return value
+
+
 def _opt(default, check: Check, **kwargs):
     """A config field: its default and the check its value from the file must pass."""
     return field(default=default, metadata={"check": check}, **kwargs)
@@ -157,6 +174,9 @@ class SurfacePolicy:
     sample_rate: float = _opt(0.1, _number(0, 1))
     template: str = _opt("auto", _string())  # must also name a built-in or [templates.NAME] profile
     owner: str = _opt("unassigned", _string(non_empty=True))
+    # the surface's own inline citation marker (README "Citations"): a regex with a named group `ref`; "" = the
+    # built-in styles ([1], [1, 3], [1-3], 【1】, [^1], (Source 2), [chunk-id])
+    citation_marker: str = _opt("", _marker_pattern)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ LAKE_TABLES: tuple[LakeTable, ...] = (
     ),
     LakeTable("prompt_sections", "day", None),
     LakeTable("retrievals", "day", "count(text)::varchar"),
-    LakeTable("citations", "day", "count(span)::varchar || ':' || count(location_mismatch)::varchar"),
+    # a span-less citation (schema 17) has a claim and no span: counted by either
+    LakeTable("citations", "day", "count(coalesce(span, claim))::varchar || ':' || count(location_mismatch)::varchar"),
     LakeTable("provenance_results", "day", "max(checked_at)"),
     LakeTable("support_sample", "day", None),
     LakeTable("numeric_checks", "day", "max(checked_at)"),

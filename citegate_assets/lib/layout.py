@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .anchors import Stretch, anchor_in_prompt, anchor_sentence
 from .locate import Located, locate_chunks, positional_ref
 from .normalize_plain import normalize_str
 from .profiles import AUTO, BODY, CONTEXT, HEADER, OUTSIDE, Piece, Profile, split_prompt
@@ -61,6 +62,8 @@ class Section:
     body_end: int
     chunk_chars: int | None
     truncated: bool
+    chunk_from: int | None = None  # the chunk's text [chunk_from, chunk_to) the body holds, when known
+    chunk_to: int | None = None
 
 
 @dataclass
@@ -142,12 +145,14 @@ def prompt_layout(
                 r.end,
                 located.chunk_chars[r.chunk_id],
                 r.chunk_id in located.truncated,
+                r.chunk_from,
+                r.chunk_to,
             )
             for n, r in enumerate(located.regions)
         ]
     elif profile is not None:
         layout.sections = _profile_sections(pieces, texts, starts, ends, profile, unescape, retrieved, chunk_texts)
-    layout.positions = _positions(layout.sections)
+    layout.positions = positions_of([(s.header_ref, s.chunk_id) for s in layout.sections if s.chunk_id is not None])
     return layout
 
 
@@ -169,9 +174,21 @@ def _profile_sections(
             chunk_id = ids[index] if index is not None and 0 <= index < len(ids) else None
             how = "position" if chunk_id is not None else None
         full = chunk_texts.get(chunk_id) if chunk_id is not None else None
-        truncated = full is not None and len(text) < len(full) and full.startswith(text)
+        prefix = full is not None and full.startswith(text)
+        truncated = prefix and len(text) < len(full)  # type: ignore[arg-type]
         out.append(
-            Section(p.section_no, ref, chunk_id, how, start, end, len(full) if full is not None else None, truncated)
+            Section(
+                p.section_no,
+                ref,
+                chunk_id,
+                how,
+                start,
+                end,
+                len(full) if full is not None else None,
+                truncated,
+                0 if prefix else None,
+                len(text) if prefix else None,
+            )
         )
     return out
 
@@ -181,10 +198,11 @@ def label_at(spans: list[tuple[int, int, str | None]], at: int) -> str | None:
     return next((label for s, e, label in spans if s <= at < e), None)
 
 
-def _positions(sections: list[Section]) -> dict[str, str]:
+def positions_of(headers: list[tuple[str | None, str]]) -> dict[str, str]:
     """What a cited id that is no retrieved id names, as ingest resolves it: a header's label (a document
-    block's title), a header's number, else the N-th chunk found."""
-    named = [(s.header_ref, s.chunk_id) for s in sections if s.chunk_id is not None]
+    block's title), a header's number, else the N-th chunk found. headers: (header_ref, chunk_id) of the sections
+    that carry a chunk, in prompt order."""
+    named = headers
     refs: dict[str, str] = {}
     for header_ref, chunk_id in named:
         if header_ref is not None and positional_ref(header_ref) is None:
@@ -223,6 +241,7 @@ class Verdict:
     found_start: int | None
     found_end: int | None
     chunk_share_in_prompt: float | None
+    anchor: tuple[int, int] | None = None  # a span-less citation's anchor in the chunk's retrieved text (normalized)
 
 
 def provenance_verdict(layout: Layout, chunk_id: str, span: str, retrieved_ids: set[str]) -> Verdict:
@@ -262,3 +281,32 @@ def provenance_verdict(layout: Layout, chunk_id: str, span: str, retrieved_ids: 
         share = max(s.body_end - s.body_start for s in mine) / chars if chars else None
     verdict = "present" if reason == "ok" else "unverifiable" if reason == "context_not_found" else "absent"
     return Verdict(reason, verdict, found, None if found is None else found + n, share)
+
+
+def spanless_verdict(layout: Layout, chunk_id: str, claim: str, retrieved_ids: set[str]) -> Verdict:
+    """The gate's decision for a citation without a span (chunk_id resolved, claim normalized like the prompt): the
+    id tests, then span_truncated when the claim's anchor sentence lies in the part of a cut chunk that never reached
+    the prompt, else ok (placed at the anchor, if any). Ingest anchors with the same functions (lib/anchors.py)."""
+    mine = layout.sections_of(chunk_id)
+    text = layout.chunk_texts.get(chunk_id)
+    anchor = anchor_sentence(claim, text) if text is not None else None
+    placed = None
+    if anchor is not None and text is not None:
+        stretches = [Stretch(s.body_start, s.body_end, s.chunk_from, s.chunk_to) for s in mine]
+        placed = anchor_in_prompt(claim, anchor, text, layout.prompt, stretches)
+    truncated = bool(mine) and all(s.truncated for s in mine)
+    if layout.status != OK:
+        reason = "context_not_found"
+    elif not mine:
+        reason = "fabricated_id" if chunk_id not in retrieved_ids else "dropped_before_prompt"
+    elif anchor is not None and placed is None and truncated:
+        reason = "span_truncated"
+    else:
+        reason = "ok"
+    share = None
+    if reason == "span_truncated":
+        chars = max((s.chunk_chars or 0) for s in mine)
+        share = max(s.body_end - s.body_start for s in mine) / chars if chars else None
+    found = placed if reason == "ok" else None
+    verdict = "present" if reason == "ok" else "unverifiable" if reason == "context_not_found" else "absent"
+    return Verdict(reason, verdict, found[0] if found else None, found[1] if found else None, share, anchor)

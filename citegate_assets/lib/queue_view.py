@@ -35,14 +35,25 @@ def _wrap(label: str, text: str | None, n: int = 400) -> str:
     return f"    {label:<12}{body}"
 
 
+NO_ANCHOR = "none: no sentence of the cited chunk shares a word or number with the claim (the judge decides)"
+ANCHOR_CUT = " (cut off: it never reached the prompt)"
+
+
 def _span_in_passage(e: dict, passage: str) -> tuple[int, int] | None:
-    """[start, end) of the span in the passage: from the offsets when the passage is the prompt's section,
-    else a case-insensitive search of the span's words (the passage is normalized text, the span as logged)."""
+    """[start, end) of the span (or a span-less citation's anchor) in the passage: from the offsets when the passage
+    is the prompt's section (an anchor over a re-split chunk's pieces ends at the section's end) or the anchor's in
+    the retrieved text, else a case-insensitive search of its words (the passage is normalized text, the span as
+    logged)."""
     if e.get("passage_source") == "prompt" and e.get("found_start") is not None and e.get("section_start") is not None:
         start, end = e["found_start"] - e["section_start"], e["found_end"] - e["section_start"]
+        if e.get("span_given") is False:
+            end = min(end, len(passage))
         if 0 <= start <= end <= len(passage):
             return start, end
-    words = re.findall(r"\w+", e.get("span") or "")
+    if e.get("passage_source") == "retrieved" and e.get("anchor_start") is not None:
+        if 0 <= e["anchor_start"] <= e["anchor_end"] <= len(passage):
+            return e["anchor_start"], e["anchor_end"]
+    words = re.findall(r"\w+", e.get("span") or e.get("anchor") or "")
     for n in dict.fromkeys((len(words), (len(words) + 1) // 2, min(len(words), 3))):  # whole span, then its start
         if n == 0:
             continue
@@ -106,12 +117,15 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
         PASSAGE_SOURCES.get(e.get("passage_source") or "", NO_PASSAGE) if e.get("passage") is not None else NO_PASSAGE
     )
     passage = passage_around_span(e, passage_chars)
+    cited = f"{safe(e.get('origin') or 'structured')} {quote(e['cited_as'])}; " if e.get("cited_as") else ""
     lines = [
         f"  {ident(e['citation_id'])}  [{safe(status)}]  surface={safe(e['surface'])}  day={e['day']}  "
         f"owner={safe(e['owner'])}",
         _wrap("claim", TEXT_REMOVED if e["claim"] is None else e["claim"]),
-        _wrap("span", TEXT_REMOVED if e["span"] is None else e["span"]),
-        f"    {'chunk':<12}{safe(e['chunk_id'])}  ({source})",
+        _anchor_line(e)
+        if e.get("span_given") is False
+        else _wrap("span", TEXT_REMOVED if e["span"] is None else e["span"]),
+        f"    {'chunk':<12}{safe(e['chunk_id'])}  ({cited}{source})",
         _wrap("passage", passage, n=10**9),  # already cut around the span
         f"    {'provenance':<12}{prov}",
         f"    {'support':<12}{support}",
@@ -121,6 +135,15 @@ def render_entry(e: dict, passage_chars: int = 400) -> str:
         f"{safe(e['source_file'])}:{e['source_line']}  {where}",
     ]
     return "\n".join(lines)
+
+
+def _anchor_line(e: dict) -> str:
+    """A span-less citation's anchor: the chunk's sentence that best supports the claim (lib/anchors.py)."""
+    if e["claim"] is None:
+        return _wrap("anchor", TEXT_REMOVED)
+    if e.get("anchor") is None:
+        return _wrap("anchor", NO_ANCHOR)
+    return _wrap("anchor", e["anchor"] + (ANCHOR_CUT if e["provenance_reason"] == "span_truncated" else ""))
 
 
 def render_groups(groups: list[dict], entries: list[dict]) -> str:

@@ -46,7 +46,7 @@ class Record:
     template: str | None
     retrieved: list[dict]
     answer: str | None
-    citations: list[dict] | None  # None when the answer is rejected
+    citations: list[dict] | None  # None when the answer is rejected; empty: the answer's markers are read
     answer_reject: Reject | None
     citations_value: object  # the citations field as logged: a string, or what its JSON held
     prompt_sha256: str
@@ -138,9 +138,8 @@ def _parse_record(obj: dict, now: datetime) -> Record | Reject:
             return Reject("missing_field", f"required field '{key}' is missing or null")
         if not isinstance(obj[key], typ):
             return Reject("wrong_type", f"field '{key}' is {type(obj[key]).__name__}, expected string")
-    for key in ("retrieved", "citations"):
-        if key not in obj or obj[key] is None:
-            return Reject("missing_field", f"required field '{key}' is missing or null")
+    if obj.get("retrieved") is None:
+        return Reject("missing_field", "required field 'retrieved' is missing or null")
     if not obj["request_id"].strip():
         return Reject("empty_request_id", "field 'request_id' is empty")
     logged_at = _parse_timestamp(obj["logged_at"])
@@ -174,8 +173,9 @@ def _parse_record(obj: dict, now: datetime) -> Record | Reject:
     left_out = _parse_left_out(obj.get("retrieved_left_out"))
     if isinstance(left_out, Reject):
         return left_out
-    raw_citations = obj["citations"]
-    citations = parse_citations(raw_citations)
+    # no citations (absent, null or empty): the answer's inline markers are read at ingest (lib/markers.py)
+    raw_citations = obj.get("citations")
+    citations = [] if raw_citations is None else parse_citations(raw_citations)
     return Record(
         request_id=obj["request_id"],
         logged_at=logged_at,
@@ -269,8 +269,15 @@ def parse_retrieved(value: object) -> list[dict] | Reject:
     return out
 
 
+# where a citation came from (citations.origin): the log's citations field, an inline marker of the answer read at
+# ingest, or a provider's own citation structure (an adapter's, e.g. Anthropic's)
+STRUCTURED, MARKER, NATIVE = "structured", "marker", "native"
+LOGGED_ORIGINS = (STRUCTURED, NATIVE)
+
+
 def parse_citations(value: object) -> list[dict] | Reject:
-    """Structured citations, or the answer-level reject reason (the prompt is still stored)."""
+    """Structured citations, or the answer-level reject reason (the prompt is still stored). A citation without a
+    span (absent or null) is span-less: provenance anchors its claim in the cited chunk (lib/anchors.py)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -283,6 +290,8 @@ def parse_citations(value: object) -> list[dict] | Reject:
         if not isinstance(entry, dict):
             return Reject("citation_not_object", f"citations[{i}] is not an object")
         for key in ("chunk_id", "span", "claim"):
+            if key == "span" and entry.get("span") is None:
+                continue  # span-less
             if key not in entry or entry[key] is None:
                 return Reject("citation_missing_key", f"citations[{i}] has no '{key}'")
             if not isinstance(entry[key], str):
@@ -292,12 +301,16 @@ def parse_citations(value: object) -> list[dict] | Reject:
         mismatch = entry.get("location_mismatch")
         if mismatch is not None and not isinstance(mismatch, str):
             return Reject("citation_wrong_type", f"citations[{i}].location_mismatch is not a string")
+        origin = entry.get("origin")
+        if origin is not None and origin not in LOGGED_ORIGINS:
+            return Reject("citation_wrong_type", f"citations[{i}].origin is not one of {', '.join(LOGGED_ORIGINS)}")
         out.append(
             {
                 "chunk_id": entry["chunk_id"].strip(),
-                "span": entry["span"],
+                "span": entry.get("span"),
                 "claim": entry["claim"],
                 "location_mismatch": mismatch,
+                "origin": origin or STRUCTURED,
             }
         )
     return out

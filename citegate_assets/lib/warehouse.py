@@ -77,7 +77,7 @@ def connect(path: str | os.PathLike, *, read_only: bool = False) -> Iterator[duc
         con.close()
 
 
-SCHEMA_VERSION = 17  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
+SCHEMA_VERSION = 18  # sql/schema.sql is this version; sql/migrations/NNN_*.sql takes version NNN-1 to NNN
 
 
 class SchemaError(RuntimeError):

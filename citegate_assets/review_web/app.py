@@ -431,7 +431,8 @@ class ReviewApp:
         history = [(review, review.review_id in applied) for review in self.log.history(citation_id)]
         cut = None
         if entry["provenance_reason"] == "span_truncated":
-            cut = cut_pieces(cited[0], cited[1])
+            anchor = (entry["anchor_start"], entry["anchor_end"]) if entry.get("anchor_start") is not None else None
+            cut = cut_pieces(cited[0], cited[1], anchor)
         prompt, where_found = prompt_pieces(entry)
         decided_id = request.query_params.get("decided")
         decided = self.log.latest().get(decided_id) if decided_id else None

@@ -14,7 +14,9 @@ PASSAGE_CHARS = 4000
 @dataclass(frozen=True)
 class Piece:
     text: str
-    kind: str = ""  # "" plain | "span" the cited span | "region" the section or block | "lost" cut off | "gap" elided
+    # "" plain | "span" the cited span or anchor | "region" the section or block | "lost" cut off | "lost_span" the
+    # anchor where it was cut off | "gap" elided
+    kind: str = ""
 
 
 def _clip(text: str, n: int) -> list[Piece]:
@@ -39,16 +41,33 @@ def passage_source(entry: dict) -> str:
     return PASSAGE_SOURCES.get(entry.get("passage_source") or "", NO_PASSAGE)
 
 
-def cut_pieces(in_prompt: str | None, retrieved: str | None) -> list[Piece] | None:
-    """For a truncated chunk: the retrieved text, the part that reached the prompt then the part cut off; None
-    when the prompt's part is not found at the start of the retrieved text."""
+def cut_pieces(
+    in_prompt: str | None, retrieved: str | None, anchor: tuple[int, int] | None = None
+) -> list[Piece] | None:
+    """For a truncated chunk: the retrieved text, the part that reached the prompt then the part cut off, a
+    span-less citation's anchor (offsets in the retrieved text) marked; None when the prompt's part is not found at
+    the start of the retrieved text."""
     if not in_prompt or not retrieved:
         return None
     at = retrieved.find(in_prompt)
     if at < 0:
         return None
     cut = at + len(in_prompt)
-    return [Piece(retrieved[:cut]), Piece(retrieved[cut:], "lost")]
+    pieces = [Piece(retrieved[:cut]), Piece(retrieved[cut:], "lost")]
+    if anchor is None or not 0 <= anchor[0] < anchor[1] <= len(retrieved):
+        return pieces
+    out, offset = [], 0
+    for piece in pieces:
+        lo, hi = offset, offset + len(piece.text)
+        offset = hi
+        a, b = max(lo, anchor[0]), min(hi, anchor[1])
+        if a >= b:
+            out.append(piece)
+            continue
+        marked = "lost_span" if piece.kind == "lost" else "span"
+        out += [Piece(piece.text[: a - lo], piece.kind), Piece(piece.text[a - lo : b - lo], marked)]
+        out.append(Piece(piece.text[b - lo :], piece.kind))
+    return [p for p in out if p.text]
 
 
 def location(entry: dict) -> tuple[int | None, int | None, str]:

@@ -9,10 +9,14 @@
 -- location_mismatch comes first: a provider-native citation whose cited text is not at the location the API
 -- gave, in the body as logged (or whose location cannot be read), proves the log is not what the provider
 -- read, so no other test can say what reached the model (verdict unverifiable; README "The provenance gate").
+-- A citation without a span (span_given false: a marker, or {chunk_id, claim}) is anchored at ingest (lib/anchors.py):
+-- after the id tests it is span_truncated when its anchor sentence lies in the part of a cut chunk that never reached
+-- the prompt, else ok (found_start/found_end: the anchor in the prompt, null without one). It is never searched.
 insert into provenance_results
 with cit as (
     select citation_id, request_id, day, surface, chunk_id, span_normalized as span, normalization_version,
-           location_mismatch
+           location_mismatch, coalesce(span_given, true) as span_given, anchor_start, anchor_prompt_start,
+           anchor_prompt_end
     from citations
     where day >= $start and day < $end and hash(request_id) % $buckets = $bucket
 ),
@@ -95,6 +99,9 @@ decided as (
             when l.profile_status <> 'ok' then 'context_not_found'
             when l.n_sections = 0 and not l.in_retrieved then 'fabricated_id'
             when l.n_sections = 0 then 'dropped_before_prompt'
+            when not l.span_given then
+                case when l.anchor_start is not null and l.anchor_prompt_start is null and l.truncated
+                     then 'span_truncated' else 'ok' end
             when l.span_len = 0 then 'span_missing'
             when l.fast_ok or sl.body_hit is not null then 'ok'
             when l.truncated and sl.in_chunk_text then 'span_truncated'
@@ -108,10 +115,11 @@ decided as (
 placed as (
     select
         *,
-        case reason
-            when 'ok' then case when fast_ok then p1 else body_hit end
-            when 'span_in_other_chunk' then context_start + context_hit
-            when 'span_outside_context' then p1
+        case
+            when not span_given then case when reason = 'ok' then anchor_prompt_start end
+            when reason = 'ok' then case when fast_ok then p1 else body_hit end
+            when reason = 'span_in_other_chunk' then context_start + context_hit
+            when reason = 'span_outside_context' then p1
         end as found_start
     from decided
 )
@@ -125,7 +133,8 @@ select
         else 'absent' end as verdict,
     reason,
     found_start,
-    found_start + span_len as found_end,
+    case when span_given then found_start + span_len else case when found_start is not null then anchor_prompt_end end
+        end as found_end,
     case when reason = 'span_truncated' then share_in_prompt end as chunk_share_in_prompt,
     normalization_version,
     $checked_at::timestamptz as checked_at

@@ -8,7 +8,8 @@ with cited as (
     select
         r.citation_id, r.request_id, r.day, r.surface, r.chunk_id, r.verdict as provenance_verdict,
         r.reason as provenance_reason, r.found_start, r.found_end, r.chunk_share_in_prompt,
-        c.claim, c.span,
+        c.claim, c.span, c.origin, c.cited_as, coalesce(c.span_given, true) as span_given, c.anchor_start,
+        c.anchor_end,
         v.verdict as support_verdict, v.raw_answer as judge_raw_answer, v.judge_model,
         n.numeric_ok, n.missing_quantities,
         b.cause as best_evidence_cause, b.better_chunk_id,
@@ -36,7 +37,7 @@ section as (
     join prompt_sections s on s.request_id = f.request_id and s.chunk_id = f.chunk_id and s.day >= $start and s.day < $end
     qualify row_number() over (
         partition by f.citation_id
-        order by (f.found_start is not null and f.found_start >= s.body_start and f.found_end <= s.body_end) desc, s.section_no
+        order by (f.found_start is not null and f.found_start >= s.body_start and f.found_start < s.body_end) desc, s.section_no
     ) = 1
 )
 select
@@ -59,7 +60,13 @@ select
     case l.outcome when 'accept' then 'accepted' when 'repair' then 'repaired' when 'escalate' then 'escalated' else 'open' end as status,
     case when l.outcome = 'escalate' then l.cause end as escalation_cause,
     l.reviewer as reviewed_by, l.reviewed_at,
-    $now::timestamptz as queued_at
+    $now::timestamptz as queued_at,
+    f.origin, f.cited_as, f.span_given,
+    substr(
+        coalesce(rt.text_normalized, substr(p.prompt_normalized, rt.prompt_start + 1, rt.prompt_end - rt.prompt_start)),
+        f.anchor_start + 1, f.anchor_end - f.anchor_start
+    ) as anchor,
+    f.anchor_start, f.anchor_end
 from prompts_between($start, $end) p
 join failing f on f.request_id = p.request_id
 left join section s on s.citation_id = f.citation_id

@@ -335,7 +335,9 @@ def checked_citations(texts: list[tuple[int, str, dict]], answer: str, blocks: l
             if not isinstance(cit.get("cited_text"), str):
                 raise NotOfFormat(f"{where}.cited_text is missing or not a string")
             chunk_id, span, mismatch = _check(cit, where, documents, results)
-            out.append({"chunk_id": chunk_id, "span": span, "claim": claim, "location_mismatch": mismatch})
+            out.append(
+                {"chunk_id": chunk_id, "span": span, "claim": claim, "location_mismatch": mismatch, "origin": "native"}
+            )
     return out
 
 

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from ..processes import collector_paused, map_pieces
-
 VERDICTS = ("yes", "partial", "no")
 FAILURES = ("unparseable", "error")  # never a pass; `error` is never cached
 UNDECIDED = "undecided"  # the screen's word for a pair it leaves to the LLM judge (lib/judge/screen.py)
@@ -49,6 +47,8 @@ def verdict_piece(
     verdict_of: Callable[[str, str], str], pairs: Sequence[tuple[str, str]]
 ) -> list[tuple[str, str | None, float]]:
     """(verdict, error text or None, latency ms) per pair; a pair that raises is an error, the others are judged."""
+    from ..processes import collector_paused  # imported here: the tokenizer's users (the guard) need no polars
+
     out: list[tuple[str, str | None, float]] = []
     with collector_paused():
         for passage, claim in pairs:
@@ -70,6 +70,8 @@ def judge_in_process(
     """An offline judge's pass over the pairs: verdict_of(passage, claim) per pair, timed; a pair that raises is
     an `error` verdict (never a pass), and the others are still judged. workers > 1: a large pass is split across
     that many spawned processes (lib/processes.py; verdict_of must pickle), with the same results in order."""
+    from ..processes import collector_paused, map_pieces
+
     total = len(requests)
     pairs = [(req.passage, req.claim) for req in requests]
     report = (lambda done: progress(done, total)) if progress is not None else None

@@ -533,6 +533,12 @@ def content_words(text: str) -> list[str]:
     return _content(_words(text))
 
 
+def anchor_terms(text: str) -> set[str]:
+    """What a claim and a sentence share when provenance anchors a span-less citation (lib/anchors.py): the stemmed
+    content words and, unlike the judges' content words, the numbers too (a shared figure is strong evidence)."""
+    return {w if w.replace(".", "").isdigit() else _stem(w) for w in _words(text) if w not in _SKIP}
+
+
 class PairSignals:
     """One (passage, claim) pair as both offline judges read it: the claim's best window in the passage and what
     each of the heuristic's checks finds there. A check runs when first read (the heuristic stops at the first
