@@ -259,7 +259,7 @@ def render(a, r, growth, elapsed) -> str:
             ok(all(x["rerun_calls"] == 0 for x in r["judge"])),
         ),
         (
-            "offline judge citegate-screen-v2 (pairs/s; lexical-v3 beside it)",
+            "offline judge citegate-screen-v1 (pairs/s; lexical-v3 beside it)",
             spread([x["screen_pairs_per_s"] for x in r["offline_judge"]])
             + f" ({statistics.median(x['lexical_pairs_per_s'] for x in r['offline_judge']):.0f})",
             "<= 0.37 ms per pair, or lexical's",

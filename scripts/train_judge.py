@@ -81,18 +81,15 @@ def folds_of(groups: Sequence[str], k: int, seed: int) -> np.ndarray:
     return np.array([fold[g] for g in groups])
 
 
-def fit(
-    x: np.ndarray, t: np.ndarray, l2: float = L2, intercept_l2: float = 0.0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean, scale, coefficients with the intercept first) of an L2 logistic regression, by Newton's method;
-    intercept_l2 > 0 keeps the intercept finite when every target is the same (a fold with no negatives)."""
+def fit(x: np.ndarray, t: np.ndarray, l2: float = L2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, scale, coefficients with the intercept first) of an L2 logistic regression, by Newton's method."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
     w = np.zeros(z.shape[1])
     ridge = l2 * np.eye(len(w))
-    ridge[0, 0] = intercept_l2
+    ridge[0, 0] = 0.0
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-(z @ w)))
         grad = z.T @ (p - t) + ridge @ w

@@ -1,4 +1,4 @@
-"""Train the screen citegate-screen-v2 (`make train-judge`) and report its figures on tuning and held-out labels.
+"""Train the screen citegate-screen-v1 (`make train-judge`) and report its figures on tuning and held-out labels.
 
 Splits (scripts/convert_labels.py writes them; each split's role is fixed here and never changes):
 - train/tune: labels/wice/dev-labels.jsonl (WiCE oracle retrieval data, dev split), labels/attributionbench/
@@ -10,14 +10,12 @@ Splits (scripts/convert_labels.py writes them; each split's role is fixed here a
 
 The model (deterministic: no random start, no sampling): P(yes) against no+partial as the mean log-odds of an
 L2 logistic regression and boosted depth-2 trees over the features of lexical.py, fitted on the tuning pairs
-that the screen's hard rules allow to pass (screen.read_pair; the others are never `yes`, whatever the score).
-The `yes` threshold: 5-fold out-of-fold scores (each claim's pairs held out together, fold seed SEED), then on
-each tuning data set apart (WiCE, AttributionBench) the lowest log-odds at which that set's false pass rate (yes
-on human no or partial) is at most TARGET_FALSE_PASS; the highest of these. A set whose negatives the rules
-already hold under that rate asks for no cut: its threshold is the lowest out-of-fold score of any pair the rules
-allow, so a pair scoring below all of them is still not `yes`. The demo pairs do not set it (too few negatives to
-hold 2%). The `no` rule's settings (NO_COVERAGE_BELOW, NO_MIN_CONTENT_WORDS) were chosen on the tuning splits for
-a false fail rate (no on human yes) of at most about 2% there.
+that the screen's hard rules allow to pass (screen.py; the others are never `yes`, whatever the score). The
+`yes` threshold: 5-fold out-of-fold scores (each claim's pairs held out together, fold seed SEED), then on each
+tuning data set apart (WiCE, AttributionBench) the lowest log-odds at which that set's false pass rate (yes on
+human no or partial) is at most TARGET_FALSE_PASS; the highest of these. The demo pairs do not set it (too few
+negatives to hold 2%). The `no` rule's settings (NO_COVERAGE_BELOW, NO_MIN_CONTENT_WORDS) were chosen on the
+tuning splits for a false fail rate (no on human yes) of at most about 2% there.
 
 The tuning figures are nested: for each of 5 outer folds the model and threshold are chosen on the other 4
 alone. The test figures are those of the shipped weights, through screen_verdict itself.
@@ -42,13 +40,13 @@ sys.path.insert(0, str(PROJECT / "scripts"))
 
 import train_judge as lexical_training  # noqa: E402
 from citegate_assets.lib.calibration import wilson_interval  # noqa: E402
-from citegate_assets.lib.judge.lexical import FEATURE_NAMES  # noqa: E402
+from citegate_assets.lib.judge.lexical import FEATURE_NAMES, pair_facts  # noqa: E402
 from citegate_assets.lib.judge.screen import (  # noqa: E402
     SCREEN_MODEL,
     WEIGHTS_FILE,
     ScreenWeights,
-    read_pair,
-    says_no,
+    claim_without_markers,
+    rules_allow_yes,
     screen_verdict,
 )
 
@@ -68,7 +66,6 @@ SEED = 15
 FOLDS = 5
 DEMO_WEIGHT = 2
 TARGET_FALSE_PASS = 0.02  # well under the promised 5%: room for the shift to data the project has never seen
-INTERCEPT_L2 = 1e-3  # the rules leave few negatives to fit: a fold may have none
 NO_COVERAGE_BELOW = 0.2
 NO_MIN_CONTENT_WORDS = 3
 
@@ -84,13 +81,14 @@ def group_of(dataset: str, row: dict) -> str:
 
 class Tuning:
     def __init__(self, rows: list[tuple[str, dict]]):
-        reads = [read_pair(r["passage"], r["claim"]) for _, r in rows]
+        facts = [pair_facts(r["passage"], claim_without_markers(r["claim"])) for _, r in rows]
         self.dataset = np.array([d for d, _ in rows])
         self.label = np.array([r["label"] for _, r in rows])
         self.groups = [group_of(d, r) for d, r in rows]
-        self.x = np.array([read.features for read in reads], dtype=float)
-        self.allowed = np.array([read.yes_allowed for read in reads])
-        self.said_no = np.array([says_no(read, NO_COVERAGE_BELOW, NO_MIN_CONTENT_WORDS) for read in reads])
+        self.x = np.array([f.features for f in facts], dtype=float)
+        self.allowed = np.array(
+            [not (f.thin or f.quantity_missing or f.contradiction) and rules_allow_yes(f.features) for f in facts]
+        )
 
 
 def fit_yes(data: Tuning, idx: np.ndarray):
@@ -98,8 +96,7 @@ def fit_yes(data: Tuning, idx: np.ndarray):
     rows = idx[data.allowed[idx]]
     rows = np.repeat(rows, np.where(data.dataset[rows] == "demo", DEMO_WEIGHT, 1))
     target = (data.label[rows] == "yes").astype(float)
-    linear = lexical_training.fit(data.x[rows], target, intercept_l2=INTERCEPT_L2)
-    return linear, lexical_training.fit_trees(data.x[rows], target)
+    return lexical_training.fit(data.x[rows], target), lexical_training.fit_trees(data.x[rows], target)
 
 
 def scores(model, data: Tuning, idx: np.ndarray) -> np.ndarray:
@@ -109,13 +106,13 @@ def scores(model, data: Tuning, idx: np.ndarray) -> np.ndarray:
     return np.where(data.allowed[idx], s, -np.inf)
 
 
-def lowest_threshold(s: np.ndarray, negative: np.ndarray, target: float) -> float | None:
-    """The lowest score t such that at most `target` of the negatives score >= t (ties pass together); None when
-    even the lowest finite score holds the target (the rules alone do)."""
+def lowest_threshold(s: np.ndarray, negative: np.ndarray, target: float) -> float:
+    """The lowest score t such that at most `target` of the negatives score >= t (ties pass together)."""
     allowed = int(np.floor(target * negative.sum() + 1e-9))
     neg = np.sort(s[negative])[::-1]
     if allowed >= len(neg) or not np.isfinite(neg[allowed]):
-        return None
+        finite = s[np.isfinite(s)]
+        return float(finite.min()) if len(finite) else float("inf")
     above = s[s > neg[allowed]]
     return float(above.min()) if len(above) else float("inf")
 
@@ -125,14 +122,25 @@ def choose_threshold(data: Tuning, idx: np.ndarray, seed: int) -> float:
     oof = np.zeros(len(idx))
     for k in range(FOLDS):
         oof[folds == k] = scores(fit_yes(data, idx[folds != k]), data, idx[folds == k])
-    finite = oof[np.isfinite(oof)]
-    floor = float(finite.min()) if len(finite) else float("inf")  # the lowest score of a pair the rules allow
-    per_set = [floor]
+    per_set = []
     for name in THRESHOLD_SETS:
         m = data.dataset[idx] == name
-        t = lowest_threshold(oof[m], data.label[idx][m] != "yes", TARGET_FALSE_PASS)
-        per_set.append(floor if t is None else t)
+        per_set.append(lowest_threshold(oof[m], data.label[idx][m] != "yes", TARGET_FALSE_PASS))
     return max(per_set)
+
+
+def no_rule(data_rows: list[dict]) -> np.ndarray:
+    """The screen's `no` on each row, from the features alone (as screen_verdict decides it)."""
+    from citegate_assets.lib.judge.heuristic import claim_parts
+
+    out = []
+    for r in data_rows:
+        claim = claim_without_markers(r["claim"])
+        f = pair_facts(r["passage"], claim)
+        out.append(
+            not f.thin and f.features[0] < NO_COVERAGE_BELOW and len(claim_parts(claim).content) >= NO_MIN_CONTENT_WORDS
+        )
+    return np.array(out)
 
 
 def nested_cv(data: Tuning, seed: int) -> np.ndarray:
@@ -207,7 +215,6 @@ def train(data: Tuning) -> dict:
         "demo_weight": DEMO_WEIGHT,
         "seed": SEED,
         "l2": lexical_training.L2,
-        "intercept_l2": INTERCEPT_L2,
         "trees": {
             "count": lexical_training.TREES,
             "rate": lexical_training.RATE,
@@ -250,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {WEIGHTS_PATH.relative_to(PROJECT)} (yes threshold {weights['yes']['threshold']} log-odds)")
 
     passed = nested_cv(data, SEED)
-    cv_verdicts = np.where(passed, "yes", np.where(data.said_no, "no", "undecided"))
+    said_no = np.concatenate([no_rule(rows) for rows in tuning_rows.values()])
+    cv_verdicts = np.where(passed, "yes", np.where(said_no, "no", "undecided"))
     print(f"\n{SCREEN_MODEL}; tuning splits {FOLDS}-fold cross-validated (nested, seed {SEED}); test splits held out:")
     print(TABLE_HEAD)
     for name in TUNE:

@@ -109,7 +109,7 @@ def test_the_cascade_sends_only_what_the_screen_leaves_and_a_rerun_calls_nothing
             orient="row",
         ).join(pairs.select("citation_id", "screen"), on="citation_id")
         by_screen = verdicts.filter(pl.col("screen") != "undecided")
-        assert (by_screen["decided_by"] == "screen").all() and (by_screen["judge_model"] == "citegate-screen-v2").all()
+        assert (by_screen["decided_by"] == "screen").all() and (by_screen["judge_model"] == "citegate-screen-v1").all()
         assert (by_screen["verdict"] == by_screen["screen"]).all()
         by_llm = verdicts.filter(pl.col("screen") == "undecided")
         assert (by_llm["decided_by"] == "llm").all() and (by_llm["judge_model"] == LLM).all()
@@ -133,7 +133,7 @@ def test_the_cascade_sends_only_what_the_screen_leaves_and_a_rerun_calls_nothing
             for t, n, decided_n, fp, ff, said_no in rows(
                 warehouse,
                 "select tier, labels, decided, false_passes, false_fails, said_no_on_yes from judge_calibration "
-                f"where scope = 'no_or_partial' and judge_model = 'citegate-screen-v2 > {LLM}'",
+                f"where scope = 'no_or_partial' and judge_model = 'citegate-screen-v1 > {LLM}'",
             )
         }
         screen_yes = {(p, c) for p, c, _ in labels if screen_verdict(p, c) == "yes"}
@@ -149,7 +149,7 @@ def test_the_cascade_sends_only_what_the_screen_leaves_and_a_rerun_calls_nothing
         assert tiers["llm"][:2] == (len(left), len(left)) and tiers["llm"][2] == 0  # it said no to every pair
         assert tiers["cascade"][:3] == (len(labels), len(labels), tiers["screen"][2])
         [(gate_model,)] = rows(warehouse, "select distinct judge_model from support_gate_status")
-        assert gate_model == f"citegate-screen-v2 > {LLM}"
+        assert gate_model == f"citegate-screen-v1 > {LLM}"
 
         before = rows(warehouse, "select citation_id, verdict, decided_by from support_verdicts order by 1")
         calls = len(server.requests)
@@ -227,7 +227,7 @@ def test_with_no_endpoint_what_the_screen_leaves_is_unjudged_never_a_pass(landin
         if cited == "unjudged" and not full:
             assert cause == "unknown"
     text = summarize(warehouse)
-    assert f"{unjudged.height:,} citation(s) unjudged: citegate-screen-v2 left them undecided" in text
+    assert f"{unjudged.height:,} citation(s) unjudged: citegate-screen-v1 left them undecided" in text
 
 
 def test_calibration_rows_name_their_tier_and_the_gate_reads_the_screens(landing, tmp_path, dagster_home, monkeypatch):
@@ -256,7 +256,7 @@ def test_calibration_rows_name_their_tier_and_the_gate_reads_the_screens(landing
         for h, v, n in rows(warehouse, "select human_label, judge_verdict, n from judge_calibration_confusion")
     )
     assert sum(n for (_, v), n in confusion.items() if v == "unjudged") == len(labels) - decided_n
-    assert rows(warehouse, "select distinct judge_model from support_gate_status") == [("citegate-screen-v2",)]
+    assert rows(warehouse, "select distinct judge_model from support_gate_status") == [("citegate-screen-v1",)]
     assert json.loads(json.dumps(rows(warehouse, "select distinct tier from judge_calibration_confusion"))) == [
         ["screen"]
     ]

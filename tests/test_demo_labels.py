@@ -152,7 +152,7 @@ def test_the_demo_calibrates_on_its_own_logs(tmp_path, monkeypatch, capsys, dags
         )
         [(positives, false_fails, tier)] = con.sql(
             "select positives, false_fails, tier from judge_calibration "
-            "where judge_model = 'citegate-screen-v2' and scope = 'no'"
+            "where judge_model = 'citegate-screen-v1' and scope = 'no'"
         ).fetchall()
     assert set(held) == {f"demo-{r['citation_id']}" for r in labels}
     for row in labels:
@@ -161,7 +161,7 @@ def test_the_demo_calibrates_on_its_own_logs(tmp_path, monkeypatch, capsys, dags
     assert positives == yes and 0 <= false_fails <= positives and tier == "screen"
     # which judge ran, its held-out figures (from the one place that holds them), the labels the status rests on,
     # and how to connect a judge
-    assert "Judge: citegate-screen-v2 alone (no LLM judge configured: what it leaves undecided is unjudged)" in out
+    assert "Judge: citegate-screen-v1 alone (no LLM judge configured: what it leaves undecided is unjudged)" in out
     for h in HELD_OUT:
         assert (
             f"    {h.split} ({h.pairs:,} pairs): false pass {rate_cell(*h.false_pass)} (yes on human no or partial), "
@@ -169,7 +169,7 @@ def test_the_demo_calibrates_on_its_own_logs(tmp_path, monkeypatch, capsys, dags
         ) in out
     [line] = [ln for ln in out.splitlines() if ln.startswith("Support gate: judge ")]
     assert line.startswith(
-        f"Support gate: judge citegate-screen-v2 (offline: no judge endpoint; {screen_held_out([SCREEN_MODEL])[0]}); "
+        f"Support gate: judge citegate-screen-v1 (offline: no judge endpoint; {screen_held_out([SCREEN_MODEL])[0]}); "
     )
     # the generator's labels are reference labels: no surface's status rests on anything else
     assert "uncalibrated (reference labels only): " in line and "own labels" not in line

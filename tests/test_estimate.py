@@ -220,7 +220,7 @@ def test_in_a_cascade_the_estimate_counts_only_what_the_screen_leaves_and_a_run_
         _judge_x_at(server, root, monkeypatch)
         out = _estimate(root, monkeypatch, capsys)
         calls = int(_row(out, "judge-x", "online *")[4].replace(",", ""))
-        screen = _row(out, "citegate-screen-v2", "screen (cascade)")
+        screen = _row(out, "citegate-screen-v1", "screen (cascade)")
         found = re.search(r"the screen decides ([\d,]+) of the ([\d,]+) distinct pairs", out)
         assert found and server.requests == []  # the estimate called nothing
         decided, pairs = (int(g.replace(",", "")) for g in found.groups())

@@ -560,7 +560,7 @@ def test_forget_takes_a_request_out_of_the_own_labels_and_names_its_log_lines(si
 
 # ---------------------------------------------------------------------------------------------------- with tiers
 
-CASCADE_MODEL = "citegate-screen-v2 > judge-llm"
+CASCADE_MODEL = "citegate-screen-v1 > judge-llm"
 TIERS = ("screen", "llm", "cascade")
 HUMAN = {"y": "yes", "p": "partial", "n": "no"}
 
@@ -676,7 +676,7 @@ def test_each_tier_is_calibrated_on_reference_and_own_labels_and_the_gate_reads_
     [(n, negatives, false_passes, positives, false_fails, decided)] = rows(
         db,
         "select labels, negatives, false_passes, positives, false_fails, decided from judge_calibration "
-        "where judge_model = 'citegate-screen-v2' and label_origin = 'own' and surface is null "
+        "where judge_model = 'citegate-screen-v1' and label_origin = 'own' and surface is null "
         "and scope = 'no_or_partial'",
     )
     human_yes = own.filter(pl.col("human") == "yes")
@@ -686,7 +686,7 @@ def test_each_tier_is_calibrated_on_reference_and_own_labels_and_the_gate_reads_
     assert decided == own.filter(pl.col("screen") != "undecided").height
     [(unjudged,)] = rows(
         db,
-        "select sum(n) from judge_calibration_confusion where judge_model = 'citegate-screen-v2' "
+        "select sum(n) from judge_calibration_confusion where judge_model = 'citegate-screen-v1' "
         "and label_origin = 'own' and judge_verdict = 'unjudged'",
     )
     assert unjudged == own.filter(pl.col("screen") == "undecided").height

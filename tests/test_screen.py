@@ -1,9 +1,7 @@
-"""The screen citegate-screen-v2 (lib/judge/screen.py): yes, no or undecided, failing closed.
+"""The screen citegate-screen-v1 (lib/judge/screen.py): yes, no or undecided, failing closed.
 
-Hand-written pairs; how it reads a pair (lib/judge/screen_reading.py: lead-ins, hedges, word forms, a passage's
-lines); properties (an added unsupported clause, a quantity the passage lacks, a hedge the claim drops, whatever
-lead-in or hedge the claim has); the held-out figures the README states, recomputed from the converted test
-splits; the shipped weights against a fresh training."""
+Hand-written pairs; properties (an added unsupported clause, a quantity the passage lacks); the held-out figures
+the README states, recomputed from the converted test splits; the shipped weights against a fresh training."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,15 +23,12 @@ from citegate_assets.lib.judge.base import JudgeRequest
 from citegate_assets.lib.judge.factory import estimated_cost, make_judge, make_offline_judge
 from citegate_assets.lib.judge.screen import (
     HELD_OUT,
-    PASSAGE_HEDGES,
     SCREEN_MODEL,
     SCREEN_VERDICTS,
     HeldOutFigures,
     ScreenJudge,
     screen_verdict,
 )
-from citegate_assets.lib.judge.screen_reading import HEDGES, NUMBER_WORDS, screen_claim, screen_passage
-from citegate_assets.lib.numbers import extract_quantities
 from citegate_assets.lib.report_view import rate_cell
 from tests.test_heuristic_judge import NEGATIONS, NUMBER_MISMATCHES, STRETCHED
 
@@ -90,104 +84,6 @@ def test_the_heuristics_traps_are_never_yes(passage, claim):
     assert screen_verdict(passage, claim) != "yes"
 
 
-# ------------------------------------------------------------------------------------- how it reads a pair
-
-
-@pytest.mark.parametrize(
-    "passage,claim",
-    [
-        # a lead-in that ties the claim to its source or to the answer around it
-        (PLANS, "According to the passage, the Pro plan includes priority support."),
-        (PLANS, "Additionally, the Pro plan includes priority support [2]."),
-        (PLANS, "It is worth noting that the Pro plan includes priority support."),
-        (
-            "Regular endurance training lowers the resting heart rate of healthy adults.",
-            "Studies have shown that regular endurance training lowers the resting heart rate of healthy adults.",
-        ),
-        # a hedge, or a "can" / "may", by which the claim says less than the passage
-        (PLANS, "The Pro plan typically includes priority support."),
-        (
-            "Regular endurance training lowers the resting heart rate of healthy adults.",
-            "Regular endurance training can lower the resting heart rate of healthy adults.",
-        ),
-        # a wrapper noun: a flexible type of socket is a flexible socket
-        (
-            "Flexible sockets prevent undue pressure over sensitive skin and bony prominences.",
-            "A flexible type of socket prevents undue pressure over sensitive skin and bony prominences.",
-        ),
-        # the same word or number in another form
-        (
-            "A third trailer featured Lana Del Rey, who sings Once Upon a Dream over the closing scene.",
-            "Lana Del Rey sang Once Upon a Dream over the closing scene.",
-        ),
-        ("The Falcons won 3 games in the 2019 season.", "The Falcons won three games in the 2019 season."),
-        (
-            "The museum reopened on 5 January 2014 after renovation.",
-            "The museum reopened on 5 Jan. 2014 after renovation.",
-        ),
-        (
-            "Visitors to the United States need a valid passport and a visa.",
-            "Visitors to the U.S. need a valid passport and a visa.",
-        ),
-        # a passage whose lines are sentences: the next line's negation and contrast are another sentence's
-        (
-            "Plans\nThe Pro plan includes priority support\nBut the Basic plan does not include phone support",
-            "The Pro plan includes priority support.",
-        ),
-    ],
-)
-def test_what_the_claim_says_in_other_words_the_passage_supports_is_yes(passage, claim):
-    assert screen_verdict(passage, claim) == "yes"
-
-
-@pytest.mark.parametrize(
-    "passage,claim",
-    [
-        # the passage hedges what the claim states plainly
-        (
-            "Visual attention seems essential for learning the statistical regularities in our environment.",
-            "Visual attention is essential for learning the statistical regularities in our environment.",
-        ),
-        (
-            "The outage was reportedly caused by a misconfigured load balancer in the Frankfurt region.",
-            "The outage was caused by a misconfigured load balancer in the Frankfurt region.",
-        ),
-        (
-            "The merger appears to have reduced shipping costs for the Danish subsidiary.",
-            "The merger has reduced shipping costs for the Danish subsidiary.",
-        ),
-        # a stronger modal force than the passage's, or the passage's modal dropped
-        (
-            "Regular endurance training lowers the resting heart rate of healthy adults.",
-            "Regular endurance training must lower the resting heart rate of healthy adults.",
-        ),
-        (
-            "Regular endurance training may lower the resting heart rate of healthy adults.",
-            "Regular endurance training lowers the resting heart rate of healthy adults.",
-        ),
-        # a number word the passage does not have, in words or digits
-        ("The Falcons won 3 games in the 2019 season.", "The Falcons won four games in the 2019 season."),
-        # words that are other words too are not read as a verb form: "found" is not "find"
-        ("The team will find a new coach in 1998.", "The team found a new coach in 1998."),
-    ],
-)
-def test_what_the_passage_only_hedges_or_does_not_say_in_any_form_is_never_yes(passage, claim):
-    assert screen_verdict(passage, claim) != "yes"
-
-
-def test_the_reading_of_a_claim_keeps_what_it_asserts_and_cuts_what_it_does_not():
-    passage = screen_passage("Lana Del Rey sings Once Upon a Dream.\n- Released Jan. 5\n• 3 trailers in all")
-    assert passage == "Lana Del Rey sings Once Upon a Dream. Released Jan. 5. 3 trailers in all."
-    assert screen_claim(passage, "According to the passage, Lana Del Rey often sang three songs [1].") == (
-        "Lana Del Rey sing 3 songs."
-    )
-    # words the passage has stay as they are; a capitalised word is a name, not a verb form
-    assert screen_claim(passage, "Often, Lana Del Rey sings in January.") == "Lana Del Rey sings in Jan."
-    assert screen_claim(passage, "Lana Del Rey sang with Drew Met.") == "Lana Del Rey sing with Drew Met."
-    # the claim's words the passage lacks that are neither a hedge nor another form stay, and keep it from yes
-    assert screen_claim(passage, "Lana Del Rey sang three zeppelin songs.") == "Lana Del Rey sing 3 zeppelin songs."
-
-
 def test_it_never_says_partial_and_thin_claims_are_undecided():
     assert screen_verdict(PLANS, "49.") == "undecided"
     assert screen_verdict(PLANS, "") == "undecided"
@@ -236,50 +132,6 @@ def test_a_claim_quantity_absent_from_the_passage_is_never_yes(sentence, number,
     assert screen_verdict(PASSAGE_WITH_MUSEUM, claim) != "yes"
 
 
-LEAD_INS = ["", "According to the passage, ", "However, ", "Studies have shown that ", "It is worth noting that "]
-
-
-@settings(max_examples=80, deadline=None)
-@given(
-    st.sampled_from(SENTENCES),
-    st.sampled_from(LEAD_INS),
-    st.sampled_from(sorted(HEDGES)),
-    st.lists(OTHER_WORDS, max_size=3),
-    st.sampled_from(["and", "with"]),
-)
-def test_a_lead_in_or_a_hedge_never_changes_the_verdict_nor_lets_an_unsupported_clause_through(
-    sentence, lead_in, hedge, extra, joiner
-):
-    """Whatever lead-in and hedge the claim has, it gets the verdict of the plain claim; words the passage lacks,
-    added, still keep it from yes."""
-    hedged = lead_in + hedge.capitalize() + ", " + sentence[0].lower() + sentence[1:]
-    assert screen_verdict(PASSAGE_WITH_MUSEUM, hedged) == screen_verdict(PASSAGE_WITH_MUSEUM, sentence)
-    if extra:
-        stretched = hedged.rstrip(".") + f" {joiner} {' '.join(extra)}."
-        assert screen_verdict(PASSAGE_WITH_MUSEUM, stretched) != "yes"
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(sorted(PASSAGE_HEDGES)), st.sampled_from([0, 1, 3]))
-def test_a_hedge_in_the_passage_that_the_claim_drops_is_never_yes(hedge, where):
-    """The passage only reports or supposes what the claim states ("seems", "reportedly", "estimated"): not yes."""
-    claim = "The museum opened the orchard to visitors in 1998."
-    assert screen_verdict(PASSAGE_WITH_MUSEUM, claim) == "yes"
-    words = claim.split()
-    hedged = " ".join(words[: where + 1] + [hedge] + words[where + 1 :])
-    assert screen_verdict(PASSAGE_WITH_MUSEUM.replace(claim, hedged), claim) != "yes"
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.sampled_from(SENTENCES), st.sampled_from(sorted(NUMBER_WORDS)), st.sampled_from(["", " days", " percent"]))
-def test_a_claim_number_word_whose_value_the_passage_lacks_is_never_yes(sentence, word, unit):
-    values = {q.value for q in extract_quantities(PASSAGE_WITH_MUSEUM)}
-    if NUMBER_WORDS[word] in values:
-        word = "ninety" if "90" not in values else "eighty"
-    claim = sentence.rstrip(".") + f" for {word}{unit}."
-    assert screen_verdict(PASSAGE_WITH_MUSEUM, claim) != "yes"
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(WORDS, min_size=3, max_size=8, unique=True), st.lists(OTHER_WORDS, min_size=3, max_size=6, unique=True))
 def test_a_claim_of_absent_words_is_no_and_never_yes(present, absent):
@@ -292,7 +144,7 @@ def test_a_claim_of_absent_words_is_no_and_never_yes(present, absent):
 
 def test_the_screen_is_the_default_offline_judge_and_the_others_warn(caplog):
     judge = make_judge(JudgeConfig(), env={})
-    assert isinstance(judge, ScreenJudge) and judge.model == SCREEN_MODEL == "citegate-screen-v2"
+    assert isinstance(judge, ScreenJudge) and judge.model == SCREEN_MODEL == "citegate-screen-v1"
     assert estimated_cost({}, SCREEN_MODEL, None, None) == 0.0
     with caplog.at_level(logging.WARNING):
         lexical = make_judge(JudgeConfig(offline="lexical"), env={})
@@ -368,16 +220,6 @@ def test_the_readme_rows_and_the_demo_take_the_held_out_figures_from_one_place(h
     assert row in README.read_text(encoding="utf-8"), f"README lacks or differs from: {row}"
     false_pass = f"{held.false_pass[0]}/{held.false_pass[1]} = "
     assert false_pass in row and rate_cell(*held.false_pass) in row and rate_cell(*held.recall) in row
-
-
-def test_a_tuning_set_whose_negatives_the_rules_hold_asks_for_no_cut():
-    """The threshold is the highest of the tuning sets' own: a set that needs no cut must not impose its lowest
-    score on the others."""
-    training = load_script("train_screen")
-    scores = np.array([2.0, 1.0, 0.5, -np.inf, -np.inf])  # -inf: the rules forbid yes
-    negative = np.array([False, False, True, True, True])
-    assert training.lowest_threshold(scores, negative, 0.5) is None  # 1 of 3 negatives allowed; 1 can pass at all
-    assert training.lowest_threshold(scores, negative, 0.2) == 1.0  # none allowed: the lowest score above 0.5
 
 
 def test_the_shipped_weights_are_what_a_fresh_training_gives():

@@ -134,7 +134,7 @@ class ReviewFilesResource(dg.ConfigurableResource):
 class JudgeResource(dg.ConfigurableResource):
     """The support judge: [judge] of citegate.toml, then CITEGATE_JUDGE_BASE_URL / _MODEL, and the API key
     from the variable [judge].api_key_env names.
-    No endpoint configured: the offline judge ([judge].offline: the screen citegate-screen-v2 by default)."""
+    No endpoint configured: the offline judge ([judge].offline: the screen citegate-screen-v1 by default)."""
 
     base_url: str = ""  # when set, overrides the file and the environment
     model: str = ""

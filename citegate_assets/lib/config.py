@@ -216,7 +216,7 @@ class JudgeConfig:
     # batch: the nightly schedule runs from the earliest day with "batch pending" verdicts, at most this many days
     # before yesterday, so a batch still open at a run's deadline is collected by the next nightly (0: yesterday only)
     batch_pending_days: int = _opt(7, _integer(0))
-    # the judge when no base_url is set (lib/judge/factory.py): screen (citegate-screen-v2, fails closed) | lexical |
+    # the judge when no base_url is set (lib/judge/factory.py): screen (citegate-screen-v1, fails closed) | lexical |
     # heuristic (three-way judges kept for comparison; a warning says they do not fail closed)
     offline: str = _opt("screen", _choice(("screen", "lexical", "heuristic")))
     # processes for the support gate's pure-Python work, the offline judge and the numeric check (lib/processes.py):

@@ -1,7 +1,7 @@
 """Pick the judge from [judge] and the environment: an OpenAI-compatible endpoint, or an offline judge, and the
 support gate's tiers (make_tiers: the screen, the LLM judge, or both in a cascade).
 
-With no endpoint the offline judge is the screen citegate-screen-v2 (screen.py: yes, no or undecided, failing
+With no endpoint the offline judge is the screen citegate-screen-v1 (screen.py: yes, no or undecided, failing
 closed). `[judge] offline = "lexical"` or `"heuristic"` selects the older three-way judges (citegate-lexical-v3,
 citegate-heuristic-v1) instead, with a warning: their `yes` does not fail closed on unseen data."""
 

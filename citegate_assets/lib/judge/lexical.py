@@ -49,7 +49,7 @@ from functools import lru_cache, partial
 from importlib import resources
 
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
-from .heuristic import PairSignals, claim_parts, content_words, pair_signals, read_passage
+from .heuristic import claim_parts, content_words, pair_signals, read_passage
 
 LEXICAL_MODEL = "citegate-lexical-v3"
 WEIGHTS_FILE = "lexical_weights.json"  # beside this module; written by scripts/train_judge.py
@@ -194,10 +194,9 @@ class PairFacts:
     contradiction: bool  # the heuristic says "no" (a flipped negation or a changed number, or unrelated)
 
 
-def pair_facts(passage: str, claim: str, signals: PairSignals | None = None) -> PairFacts:
-    """The features of one (passage, claim) pair, in FEATURE_NAMES order, and the vetoes; `signals`: the pair's
-    pair_signals when the caller has read them already (the screen reads more of them)."""
-    sig = signals or pair_signals(passage, claim)
+def pair_facts(passage: str, claim: str) -> PairFacts:
+    """The features of one (passage, claim) pair, in FEATURE_NAMES order, and the vetoes."""
+    sig = pair_signals(passage, claim)
     p, parts = sig.passage, sig.claim
     claim_seq = parts.seq
     claim_content, claim_quantities = set(parts.content), parts.quantities

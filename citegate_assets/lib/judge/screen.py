@@ -2,23 +2,14 @@
 `undecided` to the rest (never `partial`): with an LLM judge behind it the rest goes there, without one it is
 `unjudged`, never a pass.
 
-It reads the pair first (screen_reading.py): the passage's lines as sentences; the claim without citation
-markers, reporting lead-ins ("According to the passage,") and the hedges the passage lacks, its irregular verb
-forms, number words and abbreviations in the passage's form.
-
 `yes` needs every one of these (so a wrong `yes` needs the rules and the learned score to be wrong together):
 - every content word of the claim is in the passage (support found near-verbatim: an added clause whose words
-  the passage lacks can never turn an answer into `yes`), all within two adjacent sentences of it (words picked
-  from its different parts do not make the claim);
+  the passage lacks can never turn an answer into `yes`);
 - every claim quantity is in the passage and in the claim's best sentence there, under the same bound ("up to
   12%" is not "12%") and next to the same words; no changed number;
 - no negation in one text and not the other, or governing other words; no restricting clause, named scope or
   determiner the claim drops ("only for ...", "on the Enterprise plan", "some customers"); no contrast or
-  time-shift marker ("but", "previously");
-- no modal force in the passage's sentence that the claim lacks ("may happen" is not "happens"), and none in the
-  claim stronger than a plain statement that the sentence lacks ("must"; the claim's own "can" or "may" only
-  makes it say less); no hedge in the passage's sentence that the claim drops ("seems essential" is not
-  "is essential", PASSAGE_HEDGES);
+  time-shift marker ("but", "previously"); the same modal force ("may" is not "must");
 - the heuristic sees no contradiction, and the claim has content words at all;
 - P(supported) of the learned model (a logistic regression and boosted trees over the features of lexical.py,
   trained on hand labels by scripts/train_screen.py) is at least the shipped threshold, chosen so that the
@@ -26,21 +17,23 @@ forms, number words and abbreviations in the passage's form.
 
 `no` only when the claim's content words are absent: fewer than `no.coverage_below` of them anywhere in the
 passage, for a claim of at least `no.min_content_words` of them (a short claim can miss a word by rewording).
+
+Citation markers ("[1]", "[2, 3]") are cut from the claim first: they are not what it asserts.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from importlib import resources
 
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
-from .heuristic import PairSignals, _modals, pair_signals
+from .heuristic import claim_parts
 from .lexical import FEATURE_NAMES, Tree, linear_log_odds, pair_facts, trees_log_odds
-from .screen_reading import screen_claim, screen_passage
 
-SCREEN_MODEL = "citegate-screen-v2"
+SCREEN_MODEL = "citegate-screen-v1"
 WEIGHTS_FILE = "screen_weights.json"  # beside this module; written by scripts/train_screen.py
 SCREEN_VERDICTS = ("yes", "no", "undecided")
 
@@ -64,10 +57,11 @@ HELD_OUT = (
     HeldOutFigures("AttributionBench OOD test", 1686, (14, 843), (14, 843), (149, 843), (17, 843)),
 )
 
+_MARKER = re.compile(r"\s*\[\d+(?:\s*[,;–-]\s*\d+)*\]")
 _FEATURE = {name: i for i, name in enumerate(FEATURE_NAMES)}
 # features that must be 0 for `yes`: a quantity missing from the claim's sentence, rebounded or attached to other
 # words; a negation mismatch; a restricting clause, named scope or determiner the claim drops; a contrast or
-# time-shift marker
+# time-shift marker; another modal force
 YES_FORBIDS = (
     "quantity_missing_main",
     "bound_changed",
@@ -77,18 +71,8 @@ YES_FORBIDS = (
     "dropped_scope",
     "dropped_restrictor",
     "contrast",
+    "modal_mismatch",
 )
-ALIGNED_SENTENCES = 2  # the claim's words must all be found within this many adjacent passage sentences
-WEAK_MODALS = frozenset({"can", "may"})  # forces (heuristic.MODALS) that a plain statement entails
-# words by which a passage reports a claim without asserting it; "appear" only before "to" ("appeared in" is a fact)
-PASSAGE_HEDGES = frozenset(
-    """
-    seem seems seemed seemingly apparently likely unlikely possibly possible probably probable perhaps maybe
-    suggest suggests suggested suggesting believed thought reportedly allegedly alleged presumably supposedly
-    speculated rumored rumoured estimated argue argues argued claimed
-    """.split()
-)
-_APPEAR = frozenset({"appear", "appears", "appeared"})
 
 
 @dataclass(frozen=True)
@@ -128,6 +112,10 @@ def load_screen_weights() -> ScreenWeights:
     return ScreenWeights.from_dict(json.loads(text))
 
 
+def claim_without_markers(claim: str) -> str:
+    return _MARKER.sub("", claim).strip()
+
+
 def yes_score(w: ScreenWeights, features: tuple[float, ...]) -> float:
     """P(supported) as log-odds: the mean of the regression's and the trees' (lexical.yes_probability's form)."""
     return (linear_log_odds(w.coef, w.mean, w.scale, features) + trees_log_odds(w.trees_base, w.trees, features)) / 2
@@ -138,81 +126,18 @@ def rules_allow_yes(features: tuple[float, ...]) -> bool:
     return features[_FEATURE["coverage"]] >= 1.0 and not any(features[_FEATURE[name]] for name in YES_FORBIDS)
 
 
-def modal_added(sig: PairSignals) -> bool:
-    """The passage's sentence has a modal force the claim lacks, or the claim one beyond WEAK_MODALS it lacks."""
-    claim, sentence = _modals(sig.claim.words), _modals(sig.passage.words[sig.main])
-    return bool(sentence - claim) or bool(claim - sentence - WEAK_MODALS)
-
-
-def scattered(sig: PairSignals) -> bool:
-    """The claim's content words are not all within ALIGNED_SENTENCES adjacent sentences of the passage: words
-    gathered from its different parts do not make the claim ("a circle" in one reference, "a polygon with an
-    infinite number of sides" in another)."""
-    need = set(sig.claim.content)
-    content = sig.passage.content
-    reach = min(ALIGNED_SENTENCES, len(content))
-    return not any(need <= set().union(*content[i : i + reach]) for i in range(len(content) - reach + 1))
-
-
-def passage_hedged(sig: PairSignals) -> bool:
-    """The passage's window hedges what the claim states plainly: a PASSAGE_HEDGES word, or "appear(s) to", that
-    the claim does not have."""
-    claim = set(sig.claim.words)
-    words = sig.window_words
-    for i, w in enumerate(words):
-        if w in claim:
-            continue
-        if w in PASSAGE_HEDGES or (w in _APPEAR and i + 1 < len(words) and words[i + 1] == "to"):
-            return True
-    return False
-
-
-@dataclass(frozen=True)
-class ScreenRead:
-    """One pair as the screen reads it: what its verdict and scripts/train_screen.py need."""
-
-    claim: str  # as screen_reading.screen_claim gives it
-    features: tuple[float, ...]  # lexical.FEATURE_NAMES
-    thin: bool  # no content word: never yes, never no
-    yes_allowed: bool  # the hard rules allow `yes` (the learned score decides)
-    content_words: int
-
-
-def read_pair(passage: str, claim: str) -> ScreenRead:
-    text = screen_passage(passage)
-    claim = screen_claim(text, claim)
-    sig = pair_signals(text, claim)
-    facts = pair_facts(text, claim, sig)
-    allowed = (
-        not facts.thin
-        and not facts.quantity_missing
-        and not facts.contradiction
-        and rules_allow_yes(facts.features)
-        and not scattered(sig)
-        and not modal_added(sig)
-        and not passage_hedged(sig)
-    )
-    return ScreenRead(claim, facts.features, facts.thin, allowed, len(sig.claim.content))
-
-
-def says_no(read: ScreenRead, coverage_below: float, min_content_words: int) -> bool:
-    """The `no` rule: a claim of at least min_content_words content words, under coverage_below of them present."""
-    return (
-        not read.thin
-        and read.features[_FEATURE["coverage"]] < coverage_below
-        and read.content_words >= min_content_words
-    )
-
-
 def screen_verdict(passage: str, claim: str, weights: ScreenWeights | None = None) -> str:
     """'yes' | 'no' | 'undecided' for one (passage, claim) pair, deterministically."""
     w = weights or load_screen_weights()
-    read = read_pair(passage, claim)
-    if read.thin:
+    claim = claim_without_markers(claim)
+    facts = pair_facts(passage, claim)
+    if facts.thin:
         return "undecided"  # nothing but numbers and stopwords: not this screen's to decide
-    if read.yes_allowed and yes_score(w, read.features) >= w.yes_threshold:
-        return "yes"
-    if says_no(read, w.no_coverage_below, w.no_min_content_words):
+    f = facts.features
+    if not facts.quantity_missing and not facts.contradiction and rules_allow_yes(f):
+        if yes_score(w, f) >= w.yes_threshold:
+            return "yes"
+    if f[_FEATURE["coverage"]] < w.no_coverage_below and len(claim_parts(claim).content) >= w.no_min_content_words:
         return "no"
     return "undecided"
 
