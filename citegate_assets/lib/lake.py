@@ -38,6 +38,9 @@ from citegate_assets.lib.warehouse import sql_identifier, sql_literal
 DELTA_CONFIGURATION = {"delta.dataSkippingNumIndexedCols": "0", "delta.checkpointInterval": "10"}
 # a commit replaces at most this many days: delta-rs holds an open file per partition until the commit
 DAYS_PER_COMMIT = 7
+# zstd level 3 instead of delta-rs's default: prompt files 22 % smaller in the same time (level 6: 16 % more, 65 %
+# slower)
+ZSTD_LEVEL = 3
 # rows per Arrow batch handed to delta-rs: prompts are tens of kilobytes each
 BATCH_ROWS = 2048
 # a table whose commit lost to another writer's on the same days is planned again from the new version
@@ -294,7 +297,7 @@ def _replace(
                 schema_mode="overwrite" if new_schema else None,
                 configuration=DELTA_CONFIGURATION,
                 storage_options=store.storage_options(),
-                writer_properties=WriterProperties(compression="ZSTD"),
+                writer_properties=WriterProperties(compression="ZSTD", compression_level=ZSTD_LEVEL),
                 commit_properties=CommitProperties(custom_metadata={METADATA_KEY: info}),
             )
         done += group
