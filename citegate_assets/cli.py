@@ -50,7 +50,7 @@ _PATH_HELP = {
     "labels": "hand labels, a file or a folder (label and serve append own labels to own-labels.jsonl in a folder); "
     "demo draws labels from its generated logs' truth when no flag, variable or config file names them",
     "dagster_home": "Dagster instance folder",
-    "lake": "the day-partitioned Parquet tables the published copy's views read (run writes them): a folder, "
+    "lake": "the Delta tables, partitioned by day, the published copy's views read (run writes them): a folder, "
     "or s3://bucket/prefix (docs/object-storage.md)",
 }
 

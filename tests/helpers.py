@@ -169,6 +169,74 @@ def copy_run(root, target) -> None:
         (shutil.copytree if path.is_dir() else shutil.copy2)(path, dest)
 
 
+def lake_versions(lake) -> dict[str, int]:
+    """The version of each of the lake's Delta tables (a folder or an s3:// URI): what a direct reader sees."""
+    from citegate_assets.lib import lake as lake_module
+    from citegate_assets.lib.lake_store import open_store
+
+    store = open_store(lake)
+    found = {}
+    for spec in lake_module.LAKE_TABLES:
+        table = lake_module._open(store, spec.name)
+        if table is not None:
+            found[spec.name] = table.version()
+    return found
+
+
+def another_writer_commits_first(monkeypatch, table: str, commit) -> list[str]:
+    """Make the next write of `table`'s days lose a race: once its rows start streaming into delta-rs (its snapshot
+    read, its files being written), commit() runs to the end (another writer's whole publish: in another process,
+    publish_elsewhere(), as delta-rs cannot be entered again from the thread it streams on), so this write's commit
+    finds a newer version that replaced the same days. Returns the log: "write" for each write of the table's days
+    that started, "other" when commit() ran."""
+    from citegate_assets.lib import lake as lake_module
+
+    real_rows = lake_module._rows
+    ran: list[str] = []
+
+    def rows(con, spec, parts):
+        stream = real_rows(con, spec, parts)
+        if spec.name != table or not parts:
+            return stream
+        ran.append("write")
+        if "other" in ran:
+            return stream
+        import pyarrow as pa
+
+        def first_then_other():
+            for i, batch in enumerate(stream):
+                if i == 0:
+                    ran.append("other")
+                    commit()
+                yield batch
+
+        return pa.RecordBatchReader.from_batches(stream.schema, first_then_other())
+
+    monkeypatch.setattr(lake_module, "_rows", rows)
+    return ran
+
+
+def publish_elsewhere(warehouse, published, lake, days: list[str]) -> None:
+    """publish_lake in a process of its own (the environment inherited): another writer of the same lake."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys\n"
+        "from datetime import date\n"
+        "from pathlib import Path\n"
+        "from citegate_assets.lib.publish import publish_lake\n"
+        "publish_lake(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], "
+        "run_days=[date.fromisoformat(d) for d in sys.argv[4:]])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    subprocess.run(
+        [sys.executable, "-c", script, str(warehouse), str(published), str(lake), *days], env=env, check=True
+    )
+
+
 def as_schema_11(con) -> None:
     """A schema 12 warehouse turned back into schema 11's layout, for the migration tests: `prompts` a table again,
     its text inline, no text folder."""

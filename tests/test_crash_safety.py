@@ -13,6 +13,7 @@ import pytest
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect
 
+from .helpers import lake_versions
 from .judge_server import Reply, ScriptedJudgeServer
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,13 +134,14 @@ RUN_FACTS = ["latency_ms", "cache_hit", "cost_usd", "prompt_tokens", "completion
 
 
 def published_state(published, lake) -> dict:
-    """What readers see: the published file's bytes, the lake manifest, and every table's rows as it reads them
-    (left out: write times, and what a judge call cost and took, which are the facts of the run that made it)."""
+    """What readers see: the published file's bytes, the version of each of the lake's Delta tables, and every
+    table's rows as it reads them (left out: write times, and what a judge call cost and took, which are the facts
+    of the run that made it)."""
     import hashlib
 
     state = {
         "published_sha256": hashlib.sha256(published.read_bytes()).hexdigest(),
-        "manifest": (lake / "_manifest.json").read_text(),
+        "lake": lake_versions(lake),
     }
     with connect(published, read_only=True) as con:
         for (table,) in con.sql(
@@ -183,7 +185,7 @@ def two_judged_days(tmp_path, dagster_home, requests: int, seed: int, concurrenc
 
 def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_nothing(tmp_path, dagster_home):
     """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
-    exactly as it was: the published file, the lake's manifest, every table's rows. Run again to the end, the
+    exactly as it was: the published file, the lake's table versions, every table's rows. Run again to the end, the
     day's re-run changes no row readers see."""
     landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 300, 12, 4)
     with ScriptedJudgeServer(by_content) as server:
@@ -216,8 +218,16 @@ def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_n
         assert 0 < len(server.requests) <= judged_once
     after = published_state(published, lake)
     # judge_cache: emptied by this test to make the re-run call the judge; prompt_count_history: a row per run;
-    # metric_week_inputs: the fingerprint of the week's latest writes, which a re-run moves
-    unchanged_by_design = ("published_sha256", "manifest", "judge_cache", "prompt_count_history", "metric_week_inputs")
+    # metric_week_inputs: the fingerprint of the week's latest writes, which a re-run moves; the lake's versions: a
+    # re-run day is a new version of its tables
+    unchanged_by_design = (
+        "published_sha256",
+        "lake",
+        "lake_versions",
+        "judge_cache",
+        "prompt_count_history",
+        "metric_week_inputs",
+    )
     changed = [t for t in before if t not in unchanged_by_design and after.get(t) != before[t]]
     assert changed == [], {t: sorted(set(before[t]) ^ set(after.get(t, [])))[:3] for t in changed}
 

@@ -57,7 +57,8 @@ def test_two_day_partitions_at_once_write_the_same_tables_as_one_run(tmp_path, d
     assert "2 day runs, 2 at a time" in outputs[2]
     assert all(f"day {d}: run " in outputs[2] and "succeeded" in outputs[2] for d in DAYS)
     # the same rows readers see, table by table (the files' bytes and run facts aside)
-    facts = ("published_sha256", "manifest", "prompt_count_history", "metric_week_inputs")
+    # the lake's versions and lake_versions name each folder's own tables
+    facts = ("published_sha256", "lake", "lake_versions", "prompt_count_history", "metric_week_inputs")
     assert states[1]["support_verdicts"] and states[1]["citation_queue"]
     differ = [t for t in states[1] if t not in facts and states[1][t] != states[2].get(t)]
     assert differ == [], {t: sorted(set(states[1][t]) ^ set(states[2].get(t, [])))[:3] for t in differ}
@@ -253,7 +254,14 @@ def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_comp
         out, _ = rerun.communicate(timeout=600)
         assert rerun.returncode == 0, out[-3000:]
     after = published_state(published, lake)
-    unchanged_by_design = ("published_sha256", "manifest", "judge_cache", "prompt_count_history", "metric_week_inputs")
+    unchanged_by_design = (
+        "published_sha256",
+        "lake",
+        "lake_versions",
+        "judge_cache",
+        "prompt_count_history",
+        "metric_week_inputs",
+    )
     changed = [t for t in before if t not in unchanged_by_design and after.get(t) != before[t]]
     assert changed == [], {t: sorted(set(before[t]) ^ set(after.get(t, [])))[:3] for t in changed}
     # the killed night's day runs are not left STARTED: they ended on their own, or the re-run released them

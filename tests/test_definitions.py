@@ -66,7 +66,7 @@ def test_the_defs_folder_registers_exactly_these_definitions_once():
     assert {f"{k.asset_key.to_user_string()}:{k.name}" for k in graph.asset_check_keys} == CHECKS
     assert {job.name for job in d.resolve_all_job_defs()} == {"nightly_job", "__ASSET_JOB"}
     assert [s.name for s in d.schedules or []] == ["nightly_schedule"] and not d.sensors
-    assert set(d.resources or {}) == {"warehouse", "landing", "citegate_config", "review_files", "judge"}
+    assert set(d.resources or {}) == {"warehouse", "lake", "landing", "citegate_config", "review_files", "judge"}
     # a whole-night asset waits for the one DuckDB slot; a daily one takes turns at the file instead (the open
     # lock), and the daily steps that call the judge share the judge pool
     judge_steps = {"support_verdicts", "best_evidence", "judge_agreement"}

@@ -37,15 +37,19 @@ def holding(con: duckdb.DuckDBPyConnection, needle: str) -> list[str]:
 
 
 def lake_holding(lake: Path, needle: str) -> list[str]:
-    """Every Parquet file under the lake whose rows or bytes hold needle."""
+    """Every file under the lake (data files, the Delta logs and checkpoints) whose bytes, or rows for a Parquet
+    file (compressed pages hide the bytes), hold needle."""
     found = []
     con = duckdb.connect()
-    for file in sorted(lake.rglob("*.parquet")):
-        names = [r[0] for r in con.sql(f"describe select * from read_parquet('{file}')").fetchall()]
-        text = " || ".join(f"coalesce(\"{n}\"::varchar, '')" for n in names)
-        [(n,)] = con.sql(
-            f"select count(*) from read_parquet('{file}') where contains({text}, $needle)", params={"needle": needle}
-        ).fetchall()
+    for file in sorted(p for p in lake.rglob("*") if p.is_file()):
+        n = 0
+        if file.name.endswith(".parquet"):
+            names = [r[0] for r in con.sql(f"describe select * from read_parquet('{file}')").fetchall()]
+            text = " || ".join(f"coalesce(\"{n}\"::varchar, '')" for n in names)
+            [(n,)] = con.sql(
+                f"select count(*) from read_parquet('{file}') where contains({text}, $needle)",
+                params={"needle": needle},
+            ).fetchall()
         if n or needle.encode() in file.read_bytes():
             found.append(str(file.relative_to(lake)))
     return found
@@ -106,7 +110,7 @@ def test_forget_removes_the_text_everywhere_and_leaves_an_audit_row(gated, capsy
         ).fetchall() == [(1,)]
         assert con.sql("select count(*) from hand_labels where label_id like 'review:%'").fetchall() == [(1,)]
     capsys.readouterr()
-    old_files = lake_module.current_files(lake, "prompts")
+    old_files = [Path(f) for f in lake_module.current_files(lake, "prompts")]
     assert lake_holding(lake, claims[0])
     needles = [prompt_raw, answer, *claims]
 

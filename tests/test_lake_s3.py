@@ -1,26 +1,27 @@
-"""The lake on S3-compatible object storage (issue 16, docs/object-storage.md), against moto's server on
-127.0.0.1 reached through the standard AWS variables: a real nightly run writes its day files and manifests to
-the bucket, the published DuckDB file (local) reads every table through s3:// views, polars reads the manifest's
-files, a re-run day is replaced by one new object per table, and of two publishers racing on the manifest
-exactly one wins while the other fails naming the object and leaves nothing of its own behind."""
+"""The lake on S3-compatible object storage (docs/object-storage.md), against moto's server on 127.0.0.1 reached
+through the standard AWS variables: a real nightly run commits its Delta tables to the bucket (delta-rs, conditional
+puts), the published DuckDB file (local) reads every table through s3:// views of one version's files, polars'
+scan_delta reads every table, a re-run day is replaced by a new version whose superseded files go a publish later,
+and two writers committing at once lose nothing and duplicate nothing."""
 
 import hashlib
-import json
-import shutil
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
 import polars as pl
 import pytest
+from deltalake import DeltaTable
 
 from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib import lake_store
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.publish import PUBLISHED_AS, publish_lake
+from citegate_assets.lib.publish import PUBLISHED_AS, publish_lake, published_versions
 from citegate_assets.lib.settings import resolve, resolve_beside
 from citegate_assets.lib.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import another_writer_commits_first, lake_versions, publish_elsewhere
 from .s3_server import S3Server, s3_server
 
 START, END = date(2026, 11, 2), date(2026, 11, 5)
@@ -73,9 +74,14 @@ def objects(s3: S3Server, uri: str) -> list[str]:
     return [key.removeprefix(prefix) for key in s3.keys(prefix)]
 
 
-def manifest_of(s3: S3Server, uri: str) -> dict:
-    body = s3.client().get_object(Bucket=s3.bucket, Key=prefix_of(uri) + "_manifest.json")["Body"].read()
-    return json.loads(body)
+def data_objects(s3: S3Server, uri: str) -> set[str]:
+    return {key for key in objects(s3, uri) if "/_delta_log/" not in key}
+
+
+def named(uri: str, table: str, version: int | None = None) -> set[str]:
+    """The data files a table version names, relative to the lake."""
+    files = DeltaTable(f"{uri}/{table}", version=version, storage_options=lake_store.storage_options()).file_uris()
+    return {f.removeprefix(uri + "/") for f in files}
 
 
 def differences(warehouse: Path, published: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
@@ -103,42 +109,30 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_nightly_run_writes_the_lake_to_the_bucket_and_the_published_file_reads_it(nightly, s3, lake_uri):
+def test_a_nightly_run_commits_delta_tables_to_the_bucket_and_the_published_file_reads_them(nightly, s3, lake_uri):
     run, warehouse = nightly
     meta = run()
     published = warehouse.with_name("w.published.duckdb")
 
     assert meta["lake"] == lake_uri
     assert not warehouse.with_name("w.lake").exists()  # nothing written to a local lake
-    manifest = manifest_of(s3, lake_uri)
-    generation = manifest["generation"]
     keys = objects(s3, lake_uri)
-    # exactly: the manifest, this publish's record, and one object per partition the manifest names
-    assert sorted(keys) == sorted(
-        ["_manifest.json", f"_manifests/{generation}.json", *lake_module.manifest_files(manifest)]
-    )
-    assert manifest == json.loads(
-        s3.client()
-        .get_object(Bucket=s3.bucket, Key=prefix_of(lake_uri) + f"_manifests/{generation}.json")["Body"]
-        .read()
-    )
-    assert sorted(manifest["tables"]["prompts"]["parts"]) == DAYS
+    assert {key.split("/")[0] for key in keys} == set(lake_module.LAKE_TABLE_NAMES)  # one Delta table each
+    assert all(f"{t}/_delta_log/{0:020}.json" in keys for t in lake_module.LAKE_TABLE_NAMES)
+    # exactly: the logs, and the files the tables' versions name
+    assert data_objects(s3, lake_uri) == {f for t in lake_module.LAKE_TABLE_NAMES for f in named(lake_uri, t)}
     assert meta["partitions_written"]["prompts"] == DAYS
+    assert meta["lake_versions"] == lake_versions(lake_uri) == published_versions(published)
     with connect(warehouse, read_only=True) as con:
         per_day = dict(con.sql("select day::varchar, count(*) from citations group by day").fetchall())
         [(citations,)] = con.sql("select count(*) from citations").fetchall()
-    assert {day: part["rows"] for day, part in manifest["tables"]["citations"]["parts"].items()} == per_day
-    assert all(
-        part["file"] == f"citations/day={day}/part-{generation}.parquet"
-        for day, part in manifest["tables"]["citations"]["parts"].items()
-    )
 
     diff, tables = differences(warehouse, published)
     assert diff == {}
     assert {"prompts", "citations", "provenance_results", "metric_lineage", "citation_queue"} <= set(tables)
     with connect(published, read_only=True) as con:
         [(view,)] = con.sql("select sql from duckdb_views() where view_name = 'citations'").fetchall()
-    assert f"'{lake_uri}/citations/day=2026-11-02/part-{generation}.parquet'" in view
+    assert all(f"'{lake_uri}/{f}'" in view for f in named(lake_uri, "citations"))
     # two readers at once (as `citegate serve` holds them) share one database instance: s3fs registered once
     with connect(published, read_only=True) as first, connect(published, read_only=True) as second:
         lake_store.register_for_views(first)
@@ -147,135 +141,132 @@ def test_a_nightly_run_writes_the_lake_to_the_bucket_and_the_published_file_read
         assert second.sql("select count(*) from citations").fetchall() == [(citations,)]
     assert published.stat().st_size < warehouse.stat().st_size  # the large tables are not copied
 
-    urls = lake_module.current_urls(lake_uri, "citations")
-    assert urls == [f"{lake_uri}/citations/day={day}/part-{generation}.parquet" for day in DAYS]
-    frame = pl.scan_parquet(urls, hive_partitioning=True, storage_options=lake_store.polars_storage_options()).collect()
+    options = lake_store.storage_options()
+    for table in lake_module.LAKE_TABLE_NAMES:  # polars reads every table with no citegate code but the options
+        frame = pl.scan_delta(f"{lake_uri}/{table}", storage_options=options).collect()
+        with connect(warehouse, read_only=True) as con:
+            assert frame.height == con.sql(f"select count(*) from {table}").fetchall()[0][0], table
+    frame = pl.scan_delta(f"{lake_uri}/citations", storage_options=options).collect()
     assert frame.height == citations and citations > 0
     assert frame.schema["day"] == pl.Date
     assert dict(frame.group_by(pl.col("day").cast(pl.String)).len().iter_rows()) == per_day
 
 
-def test_a_rerun_day_adds_one_object_per_changed_table_and_the_old_one_goes_at_the_next_publish(nightly, s3, lake_uri):
+def test_a_rerun_day_is_a_new_version_whose_superseded_files_go_at_the_next_publish(nightly, s3, lake_uri):
     run, warehouse = nightly
     run()
     published = warehouse.with_name("w.published.duckdb")
-    first = manifest_of(s3, lake_uri)
-    before = set(objects(s3, lake_uri))
+    first = lake_versions(lake_uri)
+    before = data_objects(s3, lake_uri)
 
     meta = run(date(2026, 11, 3), date(2026, 11, 3))
 
-    second = manifest_of(s3, lake_uri)
-    generation = second["generation"]
     written = meta["partitions_written"]
     assert written["prompts"] == written["citations"] == written["provenance_results"] == ["2026-11-03"]
-    added = set(objects(s3, lake_uri)) - before
-    new_parts = {
-        f"{table}/{second['tables'][table]['partition_column']}={part}/part-{generation}.parquet"
-        for table, parts in written.items()
-        for part in parts
-    }
-    assert added == new_parts | {f"_manifests/{generation}.json"}
-    assert all(len(parts) == 1 for parts in written.values())  # one new object per changed table
-    replaced = {first["tables"][t]["parts"][p]["file"] for t, parts in written.items() for p in parts}
-    assert replaced <= set(objects(s3, lake_uri))  # kept: a reader may hold the previous published file
+    second = lake_versions(lake_uri)
+    added = data_objects(s3, lake_uri) - before
+    assert added == {f for t in written for f in named(lake_uri, t) - named(lake_uri, t, first[t])}
+    assert all(len({f for f in added if f.startswith(f"{t}/")}) == 1 for t in written)  # one new object a table
+    replaced = {f for t in written for f in named(lake_uri, t, first[t]) - named(lake_uri, t)}
+    assert replaced and replaced <= data_objects(s3, lake_uri)  # kept: a reader may hold the previous file
     assert differences(warehouse, published)[0] == {}
 
     facts = publish_lake(warehouse, published, lake_uri)  # the next publish (nothing changed)
 
     assert facts["written"] == {}
     assert facts["removed"] == len(replaced)
-    after = set(objects(s3, lake_uri))
-    assert not replaced & after
-    assert after == lake_module.manifest_files(second) | {
-        "_manifest.json",
-        f"_manifests/{generation}.json",
-        f"_manifests/{facts['generation']}.json",
+    assert data_objects(s3, lake_uri) == {f for t in lake_module.LAKE_TABLE_NAMES for f in named(lake_uri, t)}
+    assert {t: v for t, v in lake_versions(lake_uri).items() if t not in written} == {
+        t: v for t, v in second.items() if t not in written
     }
     assert differences(warehouse, published)[0] == {}
 
 
-def test_two_publishers_racing_on_the_manifest_one_wins_the_other_fails_naming_it(
-    nightly, s3, lake_uri, tmp_path, monkeypatch
-):
-    run, warehouse_a = nightly
+def publish_in_process(args: tuple) -> dict:
+    """One writer of the concurrency test, in a process of its own (the AWS variables inherited), starting at the
+    same moment as the other once both have imported everything."""
+    import time
+
+    warehouse, target, lake, days, start_at = args
+    time.sleep(max(0.0, start_at - time.time()))
+    facts = publish_lake(Path(warehouse), Path(target), lake, run_days=[date.fromisoformat(d) for d in days])
+    return facts["written"]
+
+
+def test_two_writers_committing_at_once_lose_nothing_and_duplicate_nothing(nightly, s3, lake_uri, tmp_path):
+    """Two processes publishing to the bucket at the same moment, each re-running a day of its own and one day
+    both: delta-rs commits through conditional puts (a lost race is a 412, retried or planned again), no version of
+    any table holds a day twice or misses one, and both published files read every working row."""
+    import multiprocessing
+    import time
+
+    run, warehouse = nightly
     run()
-    published_a = warehouse_a.with_name("w.published.duckdb")
-    warehouse_b = tmp_path / "b" / "w.duckdb"  # a second machine publishing to the same lake
-    warehouse_b.parent.mkdir()
-    shutil.copyfile(warehouse_a, warehouse_b)
-    shutil.copytree(warehouse_a.with_name("w.text"), warehouse_b.with_name("w.text"))  # its prompt text
-    published_b = warehouse_b.with_name("w.published.duckdb")
-    publish_lake(warehouse_b, published_b, lake_uri)
-    b_before = digest(published_b)
-    real_record = lake_module.record_generation
-    real_check = lake_module.check_unchanged
-    losers: list[str] = []
-    winners: list[dict] = []
-
-    def a_wins_meanwhile(lake, manifest):
-        """B has read the manifest and uploaded its day files; A publishes all the way before B goes on."""
-        if not losers:
-            losers.append(manifest["generation"])
-            winners.append(publish_lake(warehouse_a, published_a, lake_uri, run_days=[date(2026, 11, 4)]))
-        return real_record(lake, manifest)
-
-    monkeypatch.setattr(lake_module, "record_generation", a_wins_meanwhile)
-    manifest_url = f"{lake_uri}/_manifest.json"
-
-    # B notices before replacing its published file
-    with pytest.raises(lake_module.LakeConflict, match=f"{manifest_url}: changed since this publish read it"):
-        publish_lake(warehouse_b, published_b, lake_uri, run_days=[date(2026, 11, 2)])
-    assert_a_won_and_b_left_nothing(s3, lake_uri, winners[-1], losers[-1], warehouse_a, published_a)
-    assert digest(published_b) == b_before
-
-    # the conditional put decides even when both pass the early check: B's published file is put back
-    losers.clear()
-    monkeypatch.setattr(lake_module, "check_unchanged", lambda lake, expected: None)
-    with pytest.raises(lake_module.LakeConflict, match=f"{manifest_url}: changed since this publish read it"):
-        publish_lake(warehouse_b, published_b, lake_uri, run_days=[date(2026, 11, 2)])
-    assert_a_won_and_b_left_nothing(s3, lake_uri, winners[-1], losers[-1], warehouse_a, published_a)
-    assert digest(published_b) == b_before
-    assert sorted(p.name for p in published_b.parent.iterdir() if p.name.startswith(published_b.name)) == [
-        published_b.name
+    first = lake_versions(lake_uri)
+    start_at = time.time() + 15
+    jobs = [
+        (str(warehouse), str(tmp_path / f"{name}.published.duckdb"), lake_uri, days, start_at)
+        for name, days in (("a", ["2026-11-02", "2026-11-05"]), ("b", ["2026-11-04", "2026-11-05"]))
     ]
+    with s3.recording() as received:
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            results = pool.map(publish_in_process, jobs)
 
-    # B's next publish, alone, succeeds on top of A's
-    monkeypatch.setattr(lake_module, "record_generation", real_record)
-    monkeypatch.setattr(lake_module, "check_unchanged", real_check)
-    facts = publish_lake(warehouse_b, published_b, lake_uri)
-    assert manifest_of(s3, lake_uri)["generation"] == facts["generation"]
-    assert differences(warehouse_b, published_b)[0] == {}
+    assert all(result["prompts"] for result in results)
+    commits = Counter(r.status for r in received if r.method == "PUT" and "/citations/_delta_log/0" in r.target)
+    print(f"commits of citations: {dict(commits)} (412: a lost race on the commit's name)")
+    assert commits[200] >= 2  # both writers committed
+    assert lake_versions(lake_uri)["citations"] >= first["citations"] + 2
+    with connect(warehouse, read_only=True) as con:
+        wanted = dict(con.sql("select day, count(*) from citations group by all").fetchall())
+    options = lake_store.storage_options()
+    latest = lake_versions(lake_uri)["citations"]
+    for version in range(first["citations"], latest + 1):
+        table = DeltaTable(f"{lake_uri}/citations", version=version, storage_options=options)
+        per_day = dict(pl.scan_delta(table).group_by("day").len().collect().iter_rows())
+        assert per_day == wanted, version
+    for name in "ab":
+        assert differences(warehouse, tmp_path / f"{name}.published.duckdb")[0] == {}
 
 
-def assert_a_won_and_b_left_nothing(
-    s3: S3Server, uri: str, a: dict, b_generation: str, warehouse_a: Path, published_a: Path
-) -> None:
-    manifest = manifest_of(s3, uri)
-    assert manifest["generation"] == a["generation"]
-    assert a["written"]["prompts"] == ["2026-11-04"]
-    keys = set(objects(s3, uri))
-    assert lake_module.manifest_files(manifest) <= keys  # every file the manifest names is there
-    assert not [k for k in keys if b_generation in k]  # nothing of the loser's: no record, no day file
-    assert differences(warehouse_a, published_a)[0] == {}
+def test_a_commit_that_loses_the_race_on_the_bucket_is_planned_again(nightly, s3, lake_uri, tmp_path, monkeypatch):
+    """Another writer commits the same day between this write's snapshot and its commit: delta-rs finds the other's
+    commit replaced those days and refuses this one (its version's name is never put twice: conditional puts), and
+    the table is planned again: no version holds the day twice or misses it."""
+    run, warehouse = nightly
+    run()
+    published = warehouse.with_name("w.published.duckdb")
+    first = lake_versions(lake_uri)["citations"]
+    other = tmp_path / "other.published.duckdb"
+    ran = another_writer_commits_first(
+        monkeypatch, "citations", lambda: publish_elsewhere(warehouse, other, lake_uri, ["2026-11-03"])
+    )
+
+    with s3.recording() as received:
+        facts = publish_lake(warehouse, published, lake_uri, run_days=[date(2026, 11, 3)])
+
+    assert ran == ["write", "other", "write"]
+    assert facts["written"]["citations"] == ["2026-11-03"]
+    lost = [
+        r for r in received if r.method == "PUT" and r.target.endswith(f"/citations/_delta_log/{first + 1:020}.json")
+    ]
+    # that version's name was put once, by the other (a second put would be refused: If-None-Match, a 412)
+    assert [r.status for r in lost].count(200) == 1
+    with connect(warehouse, read_only=True) as con:
+        wanted = dict(con.sql("select day, count(*) from citations group by all").fetchall())
+    options = lake_store.storage_options()
+    assert lake_versions(lake_uri)["citations"] == first + 2
+    for version in range(first, first + 3):
+        table = DeltaTable(f"{lake_uri}/citations", version=version, storage_options=options)
+        assert dict(pl.scan_delta(table).group_by("day").len().collect().iter_rows()) == wanted, version
+    assert differences(warehouse, published)[0] == {} and differences(warehouse, other)[0] == {}
 
 
-def test_the_s3_store_refuses_to_overwrite_what_another_publisher_wrote(s3, lake_uri):
+def test_the_s3_store_lists_reads_and_deletes_through_delta_rs_and_names_a_missing_bucket(s3, lake_uri):
     store = lake_store.open_store(lake_uri)
     store.prepare()
-    store.create("_manifests/x.json", b"{}")
-    with pytest.raises(lake_store.LakeConflict, match=f"{lake_uri}/_manifests/x.json: already exists"):
-        store.create("_manifests/x.json", b"{}")
-    store.replace("_manifest.json", b"1", None)
-    found = store.read("_manifest.json")
-    assert found is not None and found[0] == b"1"
-    with pytest.raises(lake_store.LakeConflict, match=f"{lake_uri}/_manifest.json: changed"):
-        store.replace("_manifest.json", b"2", None)  # it exists now
-    store.replace("_manifest.json", b"3", found[1])
-    with pytest.raises(lake_store.LakeConflict, match=f"{lake_uri}/_manifest.json: changed"):
-        store.replace("_manifest.json", b"4", found[1])  # a stale ETag
-    assert store.read("_manifest.json")[0] == b"3"
-    assert store.list("_manifests/") == ["_manifests/x.json"]
-    with pytest.raises(lake_store.LakeStoreError, match="bucket 'no-such-bucket' not reachable"):
+    assert store.files("") == {} and store.read("nothing.json") is None
+    with pytest.raises(lake_store.LakeStoreError, match="s3://no-such-bucket/lake: bucket 'no-such-bucket' not reach"):
         lake_store.open_store("s3://no-such-bucket/lake").prepare()
 
 

@@ -14,6 +14,7 @@ import pytest
 from citegate_assets.cli import main
 from citegate_assets.defs.resources import (
     CitegateConfigResource,
+    LakeResource,
     LandingResource,
     ReviewFilesResource,
     WarehouseResource,
@@ -124,6 +125,7 @@ def _resources(run_config: dict | None = None):
         LandingResource(**config.get("landing", {})),
         CitegateConfigResource(**config.get("citegate_config", {})),
         ReviewFilesResource(**config.get("review_files", {})),
+        LakeResource(**config.get("lake", {})),
     )
 
 
@@ -135,8 +137,9 @@ def test_resource_uses_exactly_what_was_resolved(tmp_path, clean_env, monkeypatc
     for name in ALL_ENV:
         monkeypatch.setenv(name, str(tmp_path / "other" / name))
     monkeypatch.setenv("CITEGATE_CONFIG", str(tmp_path / "missing.toml"))
-    warehouse, landing, config, review_files = _resources(run_config_for(s, final_read=True))
+    warehouse, landing, config, review_files, lake = _resources(run_config_for(s, final_read=True))
     assert warehouse.database_path() == s.warehouse and warehouse.published_path() == s.published
+    assert lake.root(warehouse, config) == s.lake
     assert landing.path() == s.landing and landing.final_read
     assert config.config_path() is None and config.config().path is None
     assert review_files.reviews_path(warehouse, config) == s.reviews
@@ -147,8 +150,9 @@ def test_the_nightly_resource_resolves_from_the_environment(tmp_path, clean_env,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CITEGATE_WAREHOUSE", "w/n.duckdb")
     monkeypatch.setenv("CITEGATE_PUBLISHED", str(tmp_path / "pub.duckdb"))
-    warehouse, landing, config, review_files = _resources()
+    warehouse, landing, config, review_files, lake = _resources()
     assert warehouse.database_path() == (tmp_path / "w" / "n.duckdb").resolve()
+    assert lake.root(warehouse, config) == (tmp_path / "w" / "n.lake").resolve()
     assert warehouse.published_path() == (tmp_path / "pub.duckdb").resolve()
     assert review_files.reviews_path(warehouse, config) == (tmp_path / "w" / "n.reviews").resolve()
     assert landing.path() == (tmp_path / "data" / "landing").resolve() and not landing.final_read
@@ -164,7 +168,8 @@ def test_each_resource_resolves_like_the_cli(name, tmp_path, clean_env, monkeypa
     if name == "config":
         monkeypatch.setenv("CITEGATE_CONFIG", "conf/c.toml")  # its reviews and labels count, relative to it
     s = where.resolve()
-    warehouse, landing, config, review_files = _resources()
+    warehouse, landing, config, review_files, lake = _resources()
+    assert lake.root(warehouse, config) == s.lake
     assert (warehouse.database_path(), warehouse.published_path(), landing.path(), config.config_path()) == (
         s.warehouse,
         s.published,

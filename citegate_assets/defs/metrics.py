@@ -16,7 +16,7 @@ from citegate_assets.lib.warehouse import append_frame, query, run_script, trans
 
 from .asset_defaults import DUCKDB_POOL
 from .partitions import run_days
-from .resources import CitegateConfigResource, WarehouseResource
+from .resources import CitegateConfigResource, LakeResource, WarehouseResource
 
 LOCK_CHECK = "definitions_match_lock"
 BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
@@ -292,23 +292,32 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     pool=DUCKDB_POOL,
 )
 def published_warehouse(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, citegate_config: CitegateConfigResource
+    context: dg.AssetExecutionContext,
+    warehouse: WarehouseResource,
+    citegate_config: CitegateConfigResource,
+    lake: LakeResource,
 ) -> dg.MaterializeResult:
-    """A small read-only DuckDB file for the data team, swapped in atomically: views over the lake's day
-    partitions (only the changed ones are written) plus copies of the small tables. An open analyst
+    """A small read-only DuckDB file for the data team, swapped in atomically: views over one version of each of
+    the lake's Delta tables (only the changed days are written) plus copies of the small tables. An open analyst
     session never blocks the nightly run; publishing costs seconds whatever the history."""
     target = warehouse.published_path()
-    lake = warehouse.lake_path(citegate_config.config_path())
-    facts = publish_lake(warehouse.database_path(), target, lake, run_days=run_days(context))
+    root = lake.root(warehouse, citegate_config)
+    facts = publish_lake(warehouse.database_path(), target, root, run_days=run_days(context))
     written = ", ".join(f"{table} {len(days)}" for table, days in facts["written"].items()) or "none"
-    context.log.info(f"published {facts['tables']} tables to {target}; partitions written: {written}")
+    upgraded = f"; converted the lake to Delta tables ({facts['upgraded']} files of the earlier format removed)"
+    context.log.info(
+        f"published {facts['tables']} tables to {target}; partitions written: {written}"
+        + (upgraded if facts["upgraded"] else "")
+    )
     return dg.MaterializeResult(
         metadata={
             "path": dg.MetadataValue.path(str(target)),
-            "lake": dg.MetadataValue.path(str(lake)),
+            "lake": dg.MetadataValue.path(str(root)),
             "tables": facts["tables"],
             "bytes": facts["bytes"],
             "partitions_written": dg.MetadataValue.json(facts["written"]),
+            "lake_versions": dg.MetadataValue.json(facts["versions"]),
             "files_removed": facts["removed"],
+            "lake_files_upgraded": facts["upgraded"],
         }
     )

@@ -23,6 +23,7 @@ from citegate_assets.lib.config import Config, JudgeConfig, load_config, parse_c
 from citegate_assets.lib.judge.base import Judge
 from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge, make_tiers
 from citegate_assets.lib.judge.tiers import JudgeTiers
+from citegate_assets.lib.lake_store import LakeStore, open_store
 from citegate_assets.lib.runlock import open_lock, run_lock
 from citegate_assets.lib.settings import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
 from citegate_assets.lib.warehouse import connect, ensure_schema
@@ -37,17 +38,12 @@ class WarehouseResource(dg.ConfigurableResource):
 
     database: str = ""
     published: str = ""
-    lake: str = ""
 
     def database_path(self) -> Path:
         return resolve_top("warehouse", self.database)
 
     def published_path(self) -> Path:
         return resolve_beside("published", self.published, warehouse=self.database_path(), config=None)
-
-    def lake_path(self, config: Path | None) -> Path | str:
-        """The day partitions the published copy's views read (CITEGATE_LAKE, [storage].lake, beside the warehouse)."""
-        return resolve_beside("lake", self.lake, warehouse=self.database_path(), config=config)
 
     def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return _connect_with_schema(self.database_path())
@@ -80,6 +76,22 @@ class WarehouseResource(dg.ConfigurableResource):
                 yield self
             finally:
                 _report_wait = None
+
+
+class LakeResource(dg.ConfigurableResource):
+    """The lake: one Delta table per large table, partitioned by day (CITEGATE_LAKE, [storage].lake, else beside
+    the warehouse; a folder or s3://bucket/prefix). A thin resource of our own around lib/lake.py, not
+    dagster-deltalake's IO manager, which filters a multi-day partition range on its first day only: the assets
+    keep reading the warehouse, and the publish writes the days that changed (docs/scaling.md)."""
+
+    location: str = ""
+
+    def root(self, warehouse: WarehouseResource, config: CitegateConfigResource) -> Path | str:
+        return resolve_beside("lake", self.location, warehouse=warehouse.database_path(), config=config.config_path())
+
+    def store(self, warehouse: WarehouseResource, config: CitegateConfigResource) -> LakeStore:
+        """The lake's store: what delta-rs writes to and the published file's views read (lib/lake_store.py)."""
+        return open_store(self.root(warehouse, config))
 
 
 class LandingResource(dg.ConfigurableResource):
@@ -169,6 +181,7 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     the daemon's runs); a run config fills them (`citegate run`, see run_config_for)."""
     return {
         "warehouse": WarehouseResource(),
+        "lake": LakeResource(),
         "landing": LandingResource(),
         "citegate_config": CitegateConfigResource(),
         "review_files": ReviewFilesResource(),
@@ -183,9 +196,9 @@ def run_config_for(settings: Settings, *, final_read: bool = False, workers: int
             "config": {
                 "database": str(settings.warehouse),
                 "published": str(settings.published),
-                "lake": str(settings.lake),
             }
         },
+        "lake": {"config": {"location": str(settings.lake)}},
         "landing": {"config": {"folder": str(settings.landing), "final_read": final_read}},
         "citegate_config": {
             "config": {

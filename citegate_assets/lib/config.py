@@ -277,7 +277,7 @@ class QueueConfig:
 
 @dataclass(frozen=True)
 class StorageConfig:
-    """[storage]: where the day partitions of the large tables go (lib/lake.py, docs/scaling.md)."""
+    """[storage]: where the large tables' Delta tables go (lib/lake.py, docs/scaling.md)."""
 
     # the lake: a folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/),
     # or s3://bucket/prefix with the endpoint and credentials from the AWS variables (docs/object-storage.md)

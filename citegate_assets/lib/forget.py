@@ -2,8 +2,9 @@
 
 The working warehouse first (the same updates as retention, scoped by request, plus the judge cache entries on the
 request's claims), one audit row per request in forgotten_requests (ids, counts, who, why: no text). Then the
-published copy is rebuilt with the requests' days rewritten in the lake, and the superseded lake files are deleted
-at once: unlike a nightly publish, a reader still holding the previous published file may lose it.
+published copy is rebuilt with the requests' days rewritten in the lake's Delta tables, and every data file their latest
+versions do not name is deleted at once: unlike a nightly publish, a reader still holding the previous published file
+may lose it.
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ def forget(
             result = forget_in_warehouse(con, request_ids, by=by, reason=reason, now=now)
         if result.forgotten:
             result.published = publish_lake(warehouse, published, lake, run_days=result.days)
-            # every earlier generation may hold the text: keep only the files the new manifest names
-            result.removed_files = lake_module.collect_garbage(lake, result.published["generation"])
+            # every earlier version may hold the text: keep only the files the tables' latest versions name
+            result.removed_files = lake_module.collect_garbage(lake, {}, purge_all=True)
         # the working file's freed blocks still hold the text (after the publish, which a failed rewrite must not stop)
         result.rewrite = rewrite_if_text_removed(warehouse)
     return result

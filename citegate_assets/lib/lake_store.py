@@ -1,42 +1,44 @@
-"""Where the lake's objects live: a local folder or an S3-compatible bucket (docs/object-storage.md).
+"""Where the lake's files live: a local folder or an S3-compatible bucket (docs/object-storage.md).
 
-lib/lake.py and lib/publish.py reach the lake only through a LakeStore. Keys are '/'-separated, relative to
-the lake root. The local store is the folder as before: a temporary name, fsync, rename, files 0600, folders
-0700. The S3 store reads its endpoint, credentials and region from the standard AWS variables
-(AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION): a day file is written by DuckDB to
-a local temporary file, uploaded and its size checked; a manifest is a conditional put (If-None-Match: * for a
-new one, If-Match: <ETag> to replace one), so two publishers never silently overwrite each other.
+The Delta tables (lib/lake.py) are written and committed by delta-rs, which reaches a bucket with
+storage_options(), read from the standard AWS variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_REGION). A LakeStore lists, reads and deletes the lake's files for what delta-rs does
+not do for us (garbage collection of a crashed writer's files, the files retention and forget supersede, the upgrade
+of a lake an earlier citegate wrote): with the filesystem in a folder, through s3fs in a bucket (one flat listing a
+prefix). Keys are '/'-separated, relative to the lake root.
 
-What a publish learns about the lake's objects from its listings and uploads (size, ETag, time) is lent to the
-s3fs filesystem DuckDB reads through (_KNOWN_OBJECTS), so binding the published views does not ask the bucket
-again, one HEAD per partition file, for what the listing said a moment before.
+DuckDB reads the published file's s3:// views in-process through s3fs (register_s3). What the Delta log says
+about a data file (its size and time) is lent to that filesystem (lend()), so binding a view does not ask the bucket,
+one HEAD per file, for what the log said a moment before: data files are never modified, only added and deleted.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import duckdb
 
-from citegate_assets.lib.durable import private_dir, replace_durably
+from citegate_assets.lib.durable import private_dir
 
 S3_SCHEME = "s3://"
 INSTALL_HINT = "pip install 'citegate[s3]'"
 
 
-class LakeConflict(RuntimeError):
-    """Another publisher wrote an object since this one read it: nothing of ours replaced it."""
-
-
 class LakeStoreError(RuntimeError):
     pass
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    size: int
+    modified: datetime  # UTC
 
 
 def is_uri(value: str | os.PathLike) -> bool:
@@ -58,122 +60,111 @@ class LakeStore(ABC):
     root: str  # what messages show: the folder, or s3://bucket/prefix
 
     @abstractmethod
-    def url(self, key: str, *, absolute: bool = False) -> str:
-        """What a reader opens: the file's path (absolute: resolved), or its s3:// URL."""
+    def uri(self, key: str = "") -> str:
+        """What delta-rs and readers open: the absolute path, or the s3:// URL, of a key (the root for "")."""
+
+    @abstractmethod
+    def storage_options(self) -> dict[str, str] | None:
+        """delta-rs's (and polars') storage options for this store; None in a folder."""
 
     @abstractmethod
     def prepare(self) -> None:
         """Before a publish writes anything: the folder exists (private), or the bucket answers."""
 
     @abstractmethod
-    def read(self, key: str) -> tuple[bytes, str] | None:
-        """The object's bytes and a version token (the ETag on S3), None when it does not exist."""
+    def files(self, prefix: str) -> dict[str, StoredFile]:
+        """Every file under prefix (a folder ending in '/'), by key: one listing."""
 
     @abstractmethod
-    def create(self, key: str, data: bytes) -> None:
-        """Write a new object; LakeConflict when it already exists (If-None-Match: *)."""
+    def read(self, key: str) -> bytes | None:
+        """The file's bytes, None when it does not exist."""
 
     @abstractmethod
-    def replace(self, key: str, data: bytes, token: str | None) -> None:
-        """Replace the object read with `token` (None: it did not exist); LakeConflict when it changed since."""
+    def delete(self, key: str) -> None:
+        """Remove the file; one already gone is not an error."""
 
-    @abstractmethod
-    def staging(self, key: str) -> Path:
-        """A local file for DuckDB to write the object to, before commit_file()."""
+    def exists(self, key: str) -> bool:
+        return self.read(key) is not None
 
-    @abstractmethod
-    def commit_file(self, key: str, staged: Path) -> None:
-        """Make the staged file the object `key`, durably; the staged file is gone afterwards."""
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around delta-rs's writes: what it creates in a folder is the owner's only (0700 folders, 0600 files)."""
+        yield
 
-    def list(self, prefix: str) -> list[str]:
-        """Every object key under prefix (a folder ending in '/'), sorted."""
-        return sorted(self.sizes(prefix))
-
-    @abstractmethod
-    def sizes(self, prefix: str) -> dict[str, int]:
-        """Every object key under prefix (a folder ending in '/') and its size in bytes: one listing."""
-
-    @abstractmethod
-    def delete(self, key: str) -> None: ...
-
-    def tidy(self, tables: Iterable[str]) -> None:
-        """Remove what a crashed writer left that is no object (empty folders, temporary manifests)."""
+    def tidy(self, prefixes: Iterable[str]) -> None:
+        """Remove the folders left empty under these prefixes, and the prefix's own when it is (a folder; object
+        stores have none)."""
         return None
 
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Let a DuckDB connection read this store's url()s (a local path needs nothing)."""
+        """Let a DuckDB connection read this store's uri()s (a local path needs nothing)."""
+        return None
+
+    def lend(self, known: dict[str, StoredFile]) -> None:
+        """What the Delta log says about data files (by uri()), for the s3fs filesystem DuckDB reads through."""
         return None
 
     def close(self) -> None:
-        """Remove local temporaries."""
+        """Forget what lend() lent."""
         return None
 
 
 class LocalStore(LakeStore):
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self.root = str(self.path)
+        self.path = Path(path).absolute()
+        self.root = str(path)
 
-    def url(self, key: str, *, absolute: bool = False) -> str:
-        path = self.path / key
-        return str(path.resolve() if absolute else path)
+    def uri(self, key: str = "") -> str:
+        return str(self.path / key) if key else str(self.path)
+
+    def storage_options(self) -> dict[str, str] | None:
+        return None
 
     def prepare(self) -> None:
         private_dir(self.path)
 
-    def read(self, key: str) -> tuple[bytes, str] | None:
-        try:
-            data = (self.path / key).read_bytes()
-        except FileNotFoundError:
-            return None
-        return data, hashlib.sha256(data).hexdigest()
-
-    def create(self, key: str, data: bytes) -> None:
-        path = self.path / key
-        private_dir(path.parent)
-        if path.exists():
-            raise LakeConflict(f"{path}: already exists (another publisher wrote it)")
-        _write_atomically(path, data)
-
-    def replace(self, key: str, data: bytes, token: str | None) -> None:
-        # check-then-rename: on one machine the run lock already makes publishers take turns
-        current = self.read(key)
-        if (current[1] if current else None) != token:
-            raise LakeConflict(f"{self.path / key}: changed since this publish read it (another publisher wrote it)")
-        _write_atomically(self.path / key, data)
-
-    def staging(self, key: str) -> Path:
-        final = self.path / key
-        private_dir(final.parent)
-        tmp = final.with_name(final.name + ".tmp")
-        tmp.unlink(missing_ok=True)
-        return tmp
-
-    def commit_file(self, key: str, staged: Path) -> None:
-        replace_durably(staged, self.path / key)
-
-    def sizes(self, prefix: str) -> dict[str, int]:
+    def files(self, prefix: str) -> dict[str, StoredFile]:
         folder = self.path / prefix
         if not folder.is_dir():
             return {}
-        return {f.relative_to(self.path).as_posix(): f.stat().st_size for f in folder.rglob("*") if f.is_file()}
+        found = {}
+        for path in folder.rglob("*"):
+            if path.is_file():
+                info = path.stat()
+                modified = datetime.fromtimestamp(info.st_mtime, UTC)
+                found[path.relative_to(self.path).as_posix()] = StoredFile(info.st_size, modified)
+        return found
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return (self.path / key).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
 
     def delete(self, key: str) -> None:
-        (self.path / key).unlink()
+        (self.path / key).unlink(missing_ok=True)
 
-    def tidy(self, tables: Iterable[str]) -> None:
-        for table in tables:
-            root = self.path / table
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        # delta-rs creates files and folders with the process umask: the owner only while it writes
+        previous = os.umask(0o077)
+        try:
+            yield
+        finally:
+            os.umask(previous)
+
+    def tidy(self, prefixes: Iterable[str]) -> None:
+        for prefix in prefixes:
+            root = self.path / prefix
             if root.is_dir():
-                for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
+                for folder in [*sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)), root]:
                     if not any(folder.iterdir()):
                         folder.rmdir()
-        for leftover in [*self.path.glob("_manifest.json.tmp-*"), *(self.path / "_manifests").glob("*.tmp-*")]:
-            leftover.unlink()  # a manifest a crashed publish was writing (the run lock: no other publish is live)
 
 
 class S3Store(LakeStore):
-    """An S3-compatible bucket (AWS S3, MinIO, R2) through boto3; DuckDB reads it through s3fs."""
+    """An S3-compatible bucket (AWS S3, MinIO, R2): delta-rs writes and commits; s3fs lists (one flat listing per
+    prefix, 1,000 keys a page, not one request per folder) and deletes, and lets DuckDB read."""
 
     def __init__(self, uri: str) -> None:
         bucket, _, prefix = uri.removeprefix(S3_SCHEME).partition("/")
@@ -181,138 +172,104 @@ class S3Store(LakeStore):
             raise LakeStoreError(f"{uri}: no bucket (expected s3://bucket/prefix)")
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self.root = f"{S3_SCHEME}{bucket}/{self.prefix}".rstrip("/")
-        try:
-            import boto3  # type: ignore[import-untyped]
-            from botocore.exceptions import ClientError  # type: ignore[import-untyped]
-        except ImportError:
-            raise LakeStoreError(f"{uri}: a lake on S3 needs boto3 and s3fs ({INSTALL_HINT})") from None
-        self._client_error = ClientError
-        self.client: Any = boto3.client("s3")  # endpoint, credentials and region: the standard AWS variables
-        self._staging_dir: Path | None = None
+        self._filesystem: Any = None
         self._lent: set[str] = set()  # the keys of _KNOWN_OBJECTS this store put there, forgotten by close()
 
-    def _key(self, key: str) -> str:
-        return f"{self.prefix}/{key}" if self.prefix else key
+    def uri(self, key: str = "") -> str:
+        return f"{self.root}/{key}" if key else self.root
 
-    def url(self, key: str, *, absolute: bool = False) -> str:
-        return f"{S3_SCHEME}{self.bucket}/{self._key(key)}"
+    def storage_options(self) -> dict[str, str] | None:
+        return storage_options()
 
-    def _code(self, exc: Exception) -> tuple[str, int]:
-        response = getattr(exc, "response", {}) or {}
-        return str(response.get("Error", {}).get("Code", "")), int(
-            response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        )
+    def _fs(self) -> Any:
+        if self._filesystem is None:
+            self._filesystem = s3_filesystem()
+        return self._filesystem
 
-    def _conflicted(self, exc: Exception) -> bool:
-        # 412: the precondition failed; 409: a concurrent conditional write to the same key (AWS)
-        code, status = self._code(exc)
-        return status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict")
-
-    def _missing(self, exc: Exception) -> bool:
-        code, status = self._code(exc)
-        return status == 404 or code in ("NoSuchKey", "404", "NotFound")
+    def _path(self, key: str) -> str:
+        return self.uri(key).removeprefix(S3_SCHEME)
 
     def prepare(self) -> None:
         try:
-            self.client.head_bucket(Bucket=self.bucket)
-        except self._client_error as exc:
-            code, status = self._code(exc)
-            raise LakeStoreError(f"{self.root}: bucket {self.bucket!r} not reachable ({code or status})") from None
+            self._fs().ls(self.bucket, refresh=True)
+        except (OSError, PermissionError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise LakeStoreError(f"{self.root}: bucket {self.bucket!r} not reachable ({detail})") from None
 
-    def read(self, key: str) -> tuple[bytes, str] | None:
-        try:
-            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-        except self._client_error as exc:
-            if self._missing(exc):
-                return None
-            raise
-        return answer["Body"].read(), answer["ETag"]
-
-    def create(self, key: str, data: bytes) -> None:
-        try:
-            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*")
-        except self._client_error as exc:
-            if self._conflicted(exc):
-                raise LakeConflict(f"{self.url(key)}: already exists (another publisher wrote it)") from None
-            raise
-
-    def replace(self, key: str, data: bytes, token: str | None) -> None:
-        condition = {"IfMatch": token} if token is not None else {"IfNoneMatch": "*"}
-        try:
-            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **condition)
-        except self._client_error as exc:
-            if self._conflicted(exc):
-                raise LakeConflict(
-                    f"{self.url(key)}: changed since this publish read it (another publisher wrote it)"
-                ) from None
-            raise
-
-    def staging(self, key: str) -> Path:
-        if self._staging_dir is None:
-            self._staging_dir = Path(tempfile.mkdtemp(prefix="citegate-lake-"))  # 0700: prompts hold user data
-        return self._staging_dir / key.replace("/", "__")
-
-    def commit_file(self, key: str, staged: Path) -> None:
-        size = staged.stat().st_size
-        self.client.upload_file(str(staged), self.bucket, self._key(key))
-        stored = self.client.head_object(Bucket=self.bucket, Key=self._key(key))
-        if stored["ContentLength"] != size:
-            raise LakeStoreError(f"{self.url(key)}: {stored['ContentLength']} bytes stored, {size} uploaded")
-        self._know(key, size, stored["ETag"], stored["LastModified"])
-        staged.unlink()
-
-    def sizes(self, prefix: str) -> dict[str, int]:
-        found = {}
-        strip = len(self._key(""))
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix)):
-            for item in page.get("Contents", []):
-                key = item["Key"][strip:]
-                found[key] = item["Size"]
-                self._know(key, item["Size"], item["ETag"], item["LastModified"])
-        return found
-
-    def _know(self, key: str, size: int, etag: str, modified: Any) -> None:
-        """Lend what the bucket just said about an object to the s3fs filesystem (s3fs's own info format)."""
-        name = f"{self.bucket}/{self._key(key)}"
-        _KNOWN_OBJECTS[name] = {
-            "ETag": etag,  # s3fs reads with If-Match on it: a replaced object fails rather than mixing versions
-            "LastModified": modified,
-            "size": size,
-            "name": name,
-            "type": "file",
-            "StorageClass": "STANDARD",
-            "VersionId": None,
-            "ContentType": None,
+    def files(self, prefix: str) -> dict[str, StoredFile]:
+        base = self._path("")
+        found = self._fs().find(self._path(prefix), detail=True, withdirs=False)
+        return {
+            path.removeprefix(base + "/"): StoredFile(int(info["size"]), info["LastModified"].astimezone(UTC))
+            for path, info in found.items()
+            if info.get("type") == "file"
         }
-        self._lent.add(name)
+
+    def read(self, key: str) -> bytes | None:
+        try:
+            return self._fs().cat_file(self._path(key))
+        except FileNotFoundError:
+            return None
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
-        name = f"{self.bucket}/{self._key(key)}"
+        try:
+            self._fs().rm_file(self._path(key))
+        except FileNotFoundError:
+            pass
+        name = self._path(key)
         _KNOWN_OBJECTS.pop(name, None)
         self._lent.discard(name)
 
     def register(self, con: duckdb.DuckDBPyConnection) -> None:
         register_s3(con)
 
+    def lend(self, known: dict[str, StoredFile]) -> None:
+        for url, stored in known.items():
+            name = self._name(url)
+            _KNOWN_OBJECTS[name] = {  # s3fs's own info format
+                "LastModified": stored.modified,
+                "size": stored.size,
+                "name": name,
+                "type": "file",
+                "StorageClass": "STANDARD",
+                "VersionId": None,
+                "ContentType": None,
+            }
+            self._lent.add(name)
+
+    @staticmethod
+    def _name(url: str) -> str:
+        return url.removeprefix(S3_SCHEME)
+
     def close(self) -> None:
-        if self._staging_dir is not None:
-            shutil.rmtree(self._staging_dir, ignore_errors=True)
-            self._staging_dir = None
         for name in self._lent:
             _KNOWN_OBJECTS.pop(name, None)
         self._lent.clear()
 
 
-# "bucket/key" -> s3fs info of the lake objects an open S3Store listed or uploaded in this process. Lake objects
-# are never modified (a changed partition is a new object), so what a listing said stays true until the object
-# is deleted, which S3Store.delete() forgets here too.
+# "bucket/key" -> s3fs info of the lake's data files an open S3Store was told about by the Delta log. A data file
+# is never modified (a changed partition is a new file), so what the log said stays true until the file is deleted.
 _KNOWN_OBJECTS: dict[str, dict] = {}
 
 
 def endpoint_url() -> str | None:
-    """The S3 endpoint the AWS variables name (boto3 reads them itself; s3fs and polars are told)."""
+    """The S3 endpoint the AWS variables name (delta-rs, s3fs and polars are told)."""
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def s3_filesystem() -> Any:
+    """An s3fs filesystem from the AWS variables, its listings never cached (a cached one would hide new files)."""
+    try:
+        import s3fs  # type: ignore[import-untyped]
+    except ImportError:
+        raise LakeStoreError(f"a lake on S3 needs s3fs ({INSTALL_HINT})") from None
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    return s3fs.S3FileSystem(
+        endpoint_url=endpoint_url(),
+        client_kwargs={"region_name": region} if region else {},
+        skip_instance_cache=True,
+        use_listings_cache=False,
+    )
 
 
 def register_s3(con: duckdb.DuckDBPyConnection) -> None:
@@ -321,14 +278,14 @@ def register_s3(con: duckdb.DuckDBPyConnection) -> None:
     if "s3" in con.list_filesystems():
         return  # registered on this database instance already (DuckDB refuses a second one; it is shared)
     try:
-        import s3fs  # type: ignore[import-untyped]
+        import s3fs
     except ImportError:
         raise LakeStoreError(f"reading a lake on S3 needs s3fs ({INSTALL_HINT})") from None
 
     class ImmutableObjects(s3fs.S3FileSystem):
-        """The lake's objects are never modified, only added and deleted: a file's info (DuckDB asks for it
+        """The lake's data files are never modified, only added and deleted: a file's info (DuckDB asks for it
         many times per file) is fetched once, not one HEAD request per question, and not at all when an open
-        S3Store has just listed or uploaded the object (_KNOWN_OBJECTS)."""
+        S3Store was told it by the Delta log (_KNOWN_OBJECTS)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -347,7 +304,7 @@ def register_s3(con: duckdb.DuckDBPyConnection) -> None:
         endpoint_url=endpoint_url(),
         client_kwargs={"region_name": region} if region else {},
         skip_instance_cache=True,  # one per database instance: fsspec's shared instance would outlive it
-        use_listings_cache=False,  # a cached folder listing would hide a day file uploaded after it
+        use_listings_cache=False,  # a cached folder listing would hide a file written after it
     )
     con.register_filesystem(filesystem)
 
@@ -361,9 +318,13 @@ def register_for_views(con: duckdb.DuckDBPyConnection) -> None:
         register_s3(con)
 
 
-def polars_storage_options() -> dict[str, str]:
-    """storage_options for polars.scan_parquet on s3:// URLs, from the same AWS variables."""
-    names = {"aws_access_key_id": "AWS_ACCESS_KEY_ID", "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY"}
+def storage_options() -> dict[str, str]:
+    """storage_options for delta-rs and polars (scan_delta, scan_parquet) on s3:// URIs, from the AWS variables."""
+    names = {
+        "aws_access_key_id": "AWS_ACCESS_KEY_ID",
+        "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY",
+        "aws_session_token": "AWS_SESSION_TOKEN",
+    }
     options = {option: os.environ[name] for option, name in names.items() if os.environ.get(name)}
     if region := os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"):
         options["aws_region"] = region
@@ -372,9 +333,3 @@ def polars_storage_options() -> dict[str, str]:
         if url.startswith("http://"):
             options["aws_allow_http"] = "true"
     return options
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    replace_durably(tmp, path)

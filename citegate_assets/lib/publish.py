@@ -5,10 +5,11 @@ working file, even read-only, blocks the nightly run. So the pipeline builds a f
 the published path. On POSIX an analyst connection that is already open keeps reading the old snapshot (it
 holds the old inode); new connections open the new one.
 
-publish_lake() (the nightly job, issue 16): the large per-day tables become views over the lake's Parquet
-day partitions (lib/lake.py), written only for the days that changed, and the small tables are copied, so
-publishing costs seconds whatever the history. The lake may be on S3-compatible storage (lib/lake_store.py):
-the published file stays local and its views name s3:// URLs. publish_copy() copies every table (the whole file).
+publish_lake() (the nightly job): the large per-day tables become views over the Parquet files of one version of
+each of the lake's Delta tables (lib/lake.py), written only for the days that changed, and the small tables are
+copied, so publishing costs seconds whatever the history. The lake may be on S3-compatible storage
+(lib/lake_store.py): the published file stays local and its views name s3:// URLs. publish_copy() copies every
+table (the whole file).
 """
 
 from __future__ import annotations
@@ -86,20 +87,22 @@ def publish_copy(source: Path, target: Path) -> dict:
 def publish_lake(
     source: Path, target: Path, lake: lake_store.LakeStore | str | os.PathLike, *, run_days: Iterable[date] = ()
 ) -> dict:
-    """Publish a small DuckDB file: views over the lake's day partitions plus copies of the small tables.
+    """Publish a small DuckDB file: views over one pinned version of each Delta table of the lake, plus copies of
+    the small tables.
 
-    lake: a folder or an s3:// URI (lib/lake_store.py). The partitions that changed since the last publish
-    (lib/lake.py: new, different row count or stamp, or one of run_days) are written to new files first; then
-    the published file is built at `<target>.tmp-<pid>` naming exactly the manifest's files, its row counts are
-    checked against `source` table by table (a view's from the manifest: _published_counts), and it is renamed
-    over `target`; then the lake manifest is replaced, only if it is still the version read at the start (a
-    conditional put on S3), and the files no reader can need any more are deleted. A crash anywhere leaves the
-    previous published file and everything it names readable. When another publisher replaced the manifest
-    meanwhile, this one fails with LakeConflict naming the object, puts the previous published file back and
-    deletes what it wrote. Costs the changed partitions plus the small tables, whatever the history: the lake
-    is listed once per table, and of the unchanged partitions' files at most the first of each table is read
-    (its footer: DuckDB binds the view from it).
-    Returns {"tables", "views", "bytes", "path", "written", "removed", "generation", "lake"}.
+    lake: a folder or an s3:// URI (lib/lake_store.py). The partitions that changed since they were last written
+    (lib/lake.py: new, different row count or stamp, or one of run_days) are committed to the Delta tables first,
+    and every partition of each table's new version checked against the warehouse's rows; then the published file
+    is built at `<target>.tmp-<pid>` naming exactly the files of those versions (and, in `lake_versions`, which
+    versions), its row counts are checked against `source` table by table (a view's from the Delta log:
+    _published_counts), and it is renamed over `target`. Then the files no reader can need any more are deleted
+    (lake.collect_garbage): every version from the one the replaced published file named is kept, so an analyst
+    holding it keeps reading; the superseded files of days whose text retention dropped go at once. A lake an
+    earlier citegate wrote (its own manifest) is converted: its tables are written as Delta tables like a first
+    publish, and its files removed once the published file naming the Delta files is in place. A crash anywhere
+    leaves the previous published file and everything it names readable. Costs the changed partitions plus the
+    small tables, whatever the history: the views are bound from the warehouse's columns, no file opened.
+    Returns {"tables", "views", "bytes", "path", "written", "removed", "versions", "lake", "upgraded"}.
     """
     source, target = Path(source), Path(target)
     if not source.is_file():
@@ -116,73 +119,82 @@ def publish_lake(
 
 
 def _publish_lake(source: Path, target: Path, tmp: Path, store: lake_store.LakeStore, run_days: Iterable[date]) -> dict:
-    old, token = lake_module.read_manifest_versioned(store)
-    previous = old.get("generation")
-    generation = lake_module.new_generation()
-    backup = tmp.with_name(tmp.name + ".prev")  # the published file in force, put back if we lose the race
+    previous = published_versions(target)
+    legacy = lake_module.legacy_files(store) if lake_module.is_legacy(store) else []
     try:
         with connect(source, read_only=True) as con:
             store.register(con)
-            manifest, written = lake_module.export_changed(
-                con, store, generation=generation, force_days=run_days, old=old
-            )
+            export = lake_module.export_changed(con, store, force_days=run_days)
+            for pinned in export.tables.values():
+                store.lend(pinned.file_uris(store))
             expected = row_counts(con, PUBLISHED_AS)
             retained = [day for (day,) in query(con, "retention/retained_days").fetchall()]
             source_db = con.sql("select current_database()").fetchall()[0][0]
             alias = "pub" if source_db != "pub" else "pub_copy"
             con.execute(f"attach {sql_literal(tmp)} as {alias} (read_write)")
             try:
-                _fill_published(con, source_db, alias, store, manifest, expected)
+                _fill_published(con, source_db, alias, store, export.tables, expected)
                 con.execute(f"checkpoint {alias}")
             finally:
                 con.execute(f"detach {alias}")
+        expected[f"main.{LAKE_VERSIONS}"] = len(export.tables)
         with connect(tmp, read_only=True) as con:
-            copied = _published_counts(con, manifest)
+            copied = _published_counts(con, export.tables)
         check_counts(expected, copied)
         os.chmod(tmp, 0o600)
         fsync_file(tmp)
-        lake_module.record_generation(store, manifest)
-        lake_module.check_unchanged(store, token)
-        kept_previous = _hard_link(target, backup)
         os.replace(tmp, target)
         fsync_dir(target.parent)
-        try:
-            lake_module.write_manifest(store, manifest, expected=token)
-        except lake_module.LakeConflict:
-            if kept_previous:
-                os.replace(backup, target)
-            else:
-                target.unlink(missing_ok=True)
-            fsync_dir(target.parent)
-            raise
-    except lake_module.LakeConflict:
-        lake_module.abandon_generation(store, manifest)
-        raise
     finally:
         _remove(tmp)
-        backup.unlink(missing_ok=True)
     # a retained day's superseded files hold the text retention dropped: they go now, not a night later
-    removed = lake_module.collect_garbage(store, previous, purge_days=retained)
+    removed = lake_module.collect_garbage(store, previous, purge_days=retained, handles=export.handles)
+    if legacy:
+        lake_module.remove_legacy(store, legacy)
     return {
         "tables": len(expected),
-        "views": len(manifest["tables"]),
+        "views": sum(1 for t in export.tables.values() if t.parts),
         "bytes": target.stat().st_size,
         "path": str(target),
-        "written": {t: parts for t, parts in written.items() if parts},
+        "written": {t: parts for t, parts in export.written.items() if parts},
         "removed": len(removed),
-        "generation": generation,
+        "versions": lake_module.versions_of(export.tables),
         "lake": store.root,
+        "upgraded": len(legacy),
     }
 
 
-def _hard_link(target: Path, link: Path) -> bool:
-    """A second name for the published file in force (no copy), to put it back; False when there is none."""
-    link.unlink(missing_ok=True)
+# The published file's table of the Delta table versions its views name: a reader of the lake itself can read the
+# same snapshot (`pl.scan_delta(uri, version=…)`), and the next publish keeps every version from these on.
+LAKE_VERSIONS = "lake_versions"
+
+
+def published_versions(target: Path) -> dict[str, int]:
+    """table -> the Delta version the published file at `target` names; {} when there is none (or it is a
+    published file from before Delta tables)."""
+    if not Path(target).is_file():
+        return {}
     try:
-        os.link(target, link)
-    except OSError:  # no published file yet, or a filesystem without hard links
-        return False
-    return True
+        con = duckdb.connect(str(target), read_only=True)
+    except duckdb.ConnectionException:  # held in this process by a citegate reader, with its settings
+        with connect(target, read_only=True) as held:
+            return _versions(held)
+    except duckdb.Error:
+        return {}  # unreadable: this publish keeps every version
+    try:
+        return _versions(con)
+    finally:
+        con.close()
+
+
+def _versions(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    [(found,)] = con.execute(
+        "select count(*) from duckdb_tables() where database_name = current_database() and table_name = $t",
+        {"t": LAKE_VERSIONS},
+    ).fetchall()
+    if not found:
+        return {}
+    return dict(con.sql(f"select table_name, version from {LAKE_VERSIONS}").fetchall())
 
 
 def _fill_published(
@@ -190,41 +202,51 @@ def _fill_published(
     source_db: str,
     alias: str,
     lake: lake_store.LakeStore,
-    manifest: dict,
+    pinned: dict[str, lake_module.PinnedTable],
     tables: dict[str, int],
 ) -> None:
-    """The lake tables as views over their manifest files, every other table copied."""
+    """The lake tables as views over their pinned versions' files, every other table copied, and which versions."""
     for qualified in tables:
         schema, table = qualified.split(".", 1)
         target = f"{alias}.{sql_identifier(schema)}.{sql_identifier(table)}"
         if schema != "main":
             con.execute(f"create schema if not exists {alias}.{sql_identifier(schema)}")
         source = f"{sql_identifier(source_db)}.{sql_identifier(schema)}.{sql_identifier(table)}"
-        entry = manifest["tables"].get(table) if schema == "main" else None
-        select = lake_module.view_sql(lake, table, entry) if entry is not None else None
+        entry = pinned.get(table) if schema == "main" else None
+        select = lake_module.view_sql(lake, entry) if entry is not None else None
         if select is not None:
             con.execute(f"create view {target} as {select}")
         elif entry is not None:  # no partition yet: an empty table of the same columns
             con.execute(f"create table {target} as select * from {source} limit 0")
         else:
             con.execute(f"create table {target} as select * from {source}")
+    con.execute(
+        f"create table {alias}.main.{LAKE_VERSIONS} "
+        "(table_name varchar primary key, uri varchar not null, version bigint not null, partition_column varchar)"
+    )
+    con.executemany(
+        f"insert into {alias}.main.{LAKE_VERSIONS} values (?, ?, ?, ?)",
+        [[t.name, t.uri, t.version, t.partition_column] for t in pinned.values()],
+    )
 
 
-def _published_counts(con: duckdb.DuckDBPyConnection, manifest: dict) -> dict[str, int]:
-    """Rows per table and view of the published file, a view's without reading the lake: the sum of its
-    manifest parts' rows. As strong as counting through the view: the view names exactly those files (built
-    from the same manifest); each file's rows were checked against the warehouse when it was written (COPY's
-    count) and its bytes then and at this publish's listing (a missing or resized file is written again);
-    files are never modified (a changed partition is a new name, and s3fs reads with If-Match on the listed
-    ETag); and a kept part's rows equal the warehouse's count for its day (export_changed rewrites it
-    otherwise). So the sum differs from the working table's count exactly when the view's would, e.g. for rows
-    with no day, which no partition holds."""
+def _published_counts(con: duckdb.DuckDBPyConnection, pinned: dict[str, lake_module.PinnedTable]) -> dict[str, int]:
+    """Rows per table and view of the published file, a view's without reading the lake: the numRecords the Delta
+    log records for the pinned version's files. As strong as counting through the view: the view names exactly
+    those files; export_changed checked every partition's count against the warehouse's after writing it, and
+    rewrote any whose file is missing or not the size the log records; a data file is never modified (a changed
+    partition is a new file). So the sum differs from the working table's count exactly when the view's would,
+    e.g. for rows with no day, which no partition holds. A version whose log lacks a count is counted through
+    the view."""
     counts = row_counts(con)
     for schema, view in con.sql(_VIEWS_SQL).fetchall():
-        entry = manifest["tables"].get(view) if schema == "main" else None
+        entry = pinned.get(view) if schema == "main" else None
         if entry is None:
             raise RuntimeError(f"publish: view {schema}.{view} of the copy is not a lake table")
-        counts[f"{schema}.{view}"] = lake_module.manifest_rows(entry)
+        rows = lake_module.pinned_rows(entry)
+        if rows is None:
+            [(rows,)] = con.sql(f"select count(*) from {sql_identifier(schema)}.{sql_identifier(view)}").fetchall()
+        counts[f"{schema}.{view}"] = rows
     return counts
 
 

@@ -94,7 +94,7 @@ class Settings:
     reviews: Path
     labels: Path
     dagster_home: Path
-    lake: Path | str  # the day partitions the published copy's views read (lib/lake.py); str: an s3:// URI
+    lake: Path | str  # the Delta tables the published copy's views read (lib/lake.py); str: an s3:// URI
     # name -> (kind, text): kind is flag | env | config | default | demo; text says it for a person
     sources: Mapping[str, tuple[str, str]] = field(default_factory=dict, hash=False)
 
