@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge
+.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: lint
 
 ui: $(STAMP)
 	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+# the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or a page left out of the nav fails
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf data/demo data/landing data/warehouse.duckdb* dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs

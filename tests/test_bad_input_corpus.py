@@ -279,7 +279,7 @@ line_case(
 for f in ("request_id", "logged_at", "surface", "answer_model", "prompt", "retrieved"):
     line_case(f"missing-{f}", bad(f"missing-{f}", **{f: DROP}), "missing_field")
     line_case(f"null-{f}", bad(f"null-{f}", **{f: None}), "missing_field")
-# citations absent or null: a valid call whose answer's inline markers are its citations (README "Citations")
+# citations absent or null: a valid call whose answer's inline markers are its citations (docs/log-format.md)
 line_case("missing-citations", bad("missing-citations", citations=DROP), None)
 line_case("null-citations", bad("null-citations", citations=None), None)
 

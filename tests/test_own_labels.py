@@ -567,7 +567,7 @@ HUMAN = {"y": "yes", "p": "partial", "n": "no"}
 
 def expected_rates(frame: pl.DataFrame) -> tuple[int, int, float | None, float, int]:
     """labels, false passes, the weighted false pass rate and coverage, and the false fails of one tier's rows
-    (human, verdict, weight), from the rule README "Calibration" states: undecided and unjudged are not yes."""
+    (human, verdict, weight), from the rule docs/support-gate.md states: undecided and unjudged are not yes."""
     negatives = frame.filter(pl.col("human") != "yes")
     passed = negatives.filter(pl.col("verdict") == "yes")
     decided = frame.filter(~pl.col("verdict").is_in(["undecided", "unjudged"]))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-# Reject reasons an adapter may give a call or a line (ingest_rejects.reason); README "Trace formats" lists them.
+# Reject reasons an adapter may give a call or a line (ingest_rejects.reason); docs/adapters.md lists them.
 # Every reason more than one module gives is defined here, once; an adapter imports it from here.
 # - a source line:
 INVALID_JSON = "invalid_json"  # a source line that is not JSON (the same reason as for citegate-log/1 lines)
