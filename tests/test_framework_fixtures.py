@@ -1,4 +1,4 @@
-"""The framework fixtures (issue 12) are well-formed: real prompts rendered by LlamaIndex, LangChain, the
+"""The framework fixtures are well-formed: real prompts rendered by LlamaIndex, LangChain, the
 openai / anthropic SDKs and a vLLM-style log, committed by scripts/render_fixtures.py with their planted
 truth. No framework is needed here; tests/fixtures/frameworks/README.md says how they were made."""
 

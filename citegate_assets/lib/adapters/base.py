@@ -1,4 +1,4 @@
-"""What every trace-format adapter gives ingest (issue 14): the model calls of one landing file, each as a
+"""What every trace-format adapter gives ingest: the model calls of one landing file, each as a
 citegate-log/1 record or a reject with its reason, tagged with the source line that holds the call.
 
 An adapter is pure: lines in, calls out. It never guesses: a prompt rebuilt from captured messages says so

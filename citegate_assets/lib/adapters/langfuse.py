@@ -1,4 +1,4 @@
-"""Langfuse observations (issue 14) as citegate-log/1 calls: GENERATION observations are the model calls, and
+"""Langfuse observations as citegate-log/1 calls: GENERATION observations are the model calls, and
 RETRIEVER observations give the chunks they were paired with.
 
 Two layouts, told apart per line (docs/adapters.md, Langfuse):
