@@ -1,5 +1,5 @@
 """Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks that keep them
-honest, and the published warehouse for the data team (docs/metrics.md and "For the data team"; SPEC
+honest, and the published warehouse for the data team (docs/metrics.md and docs/warehouse.md; SPEC
 sections 9-10)."""
 
 from collections.abc import Iterator
