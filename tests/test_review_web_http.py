@@ -1,6 +1,6 @@
 """The review web page over real HTTP: `citegate serve` started on 127.0.0.1 (a free port) over a warehouse built by a
 real pipeline run, driven with `requests`; assertions on the pages, on the reviews log and on what the warehouse
-holds. Issue 17."""
+holds."""
 
 from __future__ import annotations
 

@@ -41,6 +41,16 @@ class _Bad(Exception):
 Check = Callable[[str, object], object]
 
 
+def _expects(expected: str):
+    """Records on a check what it accepts, in words: docs/configuration-reference.md shows it as the key's type."""
+
+    def mark(check: Check) -> Check:
+        check.expected = expected  # type: ignore[attr-defined]
+        return check
+
+    return mark
+
+
 def _bad(key: str, value: object, expected: str) -> _Bad:
     return _Bad(f"{key} = {value!r}: expected {expected}")
 
@@ -52,6 +62,7 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 
 
 def _integer(minimum: int) -> Check:
+    @_expects(f"an integer >= {minimum}")
     def check(key: str, value: object) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise _bad(key, value, f"an integer >= {minimum}")
@@ -72,6 +83,7 @@ def _number(low: float, high: float | None = None, *, low_open: bool = False, hi
         below = high is None or (value < high if high_open else value <= high)
         return above and below
 
+    @_expects(expected)
     def check(key: str, value: object) -> float:
         if not _is_number(value) or not in_range(value):
             raise _bad(key, value, expected)
@@ -81,6 +93,7 @@ def _number(low: float, high: float | None = None, *, low_open: bool = False, hi
 
 
 def _string(*, non_empty: bool = False) -> Check:
+    @_expects("a non-empty string" if non_empty else "a string")
     def check(key: str, value: object) -> str:
         if not isinstance(value, str) or (non_empty and not value.strip()):
             raise _bad(key, value, "a non-empty string" if non_empty else "a string")
@@ -90,6 +103,7 @@ def _string(*, non_empty: bool = False) -> Check:
 
 
 def _choice(options: tuple[str, ...]) -> Check:
+    @_expects(f"one of {', '.join(options)}")
     def check(key: str, value: object) -> str:
         if not isinstance(value, str) or value not in options:
             raise _bad(key, value, f"one of {', '.join(options)}")
@@ -101,12 +115,14 @@ def _choice(options: tuple[str, ...]) -> Check:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+@_expects("the name of an environment variable")
 def _env_name(key: str, value: object) -> str:
     if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
         raise _bad(key, value, "the name of an environment variable (letters, digits, _; not starting with a digit)")
     return value
 
 
+@_expects('"" or a URL starting with http:// or https://')
 def _base_url(key: str, value: object) -> str:
     if not isinstance(value, str):
         raise _bad(key, value, 'a string: "" or a URL starting with http:// or https://')
@@ -116,6 +132,7 @@ def _base_url(key: str, value: object) -> str:
     return value
 
 
+@_expects("a table per model: input, output (numbers >= 0)")
 def _prices(key: str, value: object) -> dict:
     """model -> {input, output}: USD per million tokens, non-negative numbers."""
     table = _table(key, value)
@@ -131,6 +148,7 @@ def _prices(key: str, value: object) -> dict:
     return out
 
 
+@_expects("a table: reason = owner (non-empty strings)")
 def _owners(key: str, value: object) -> dict:
     """reason -> owner, for the reasons in QUEUE_REASONS."""
     table = _table(key, value)
@@ -141,6 +159,7 @@ def _owners(key: str, value: object) -> dict:
     return dict(table)
 
 
+@_expects('"" or a regular expression with a named group ref')
 def _marker_pattern(key: str, value: object) -> str:
     """A regex that compiles, has a named group `ref`, and matches no empty text (it would cite everywhere)."""
     if not isinstance(value, str):
@@ -158,9 +177,15 @@ def _marker_pattern(key: str, value: object) -> str:
     return value
 
 
-def _opt(default, check: Check, **kwargs):
-    """A config field: its default and the check its value from the file must pass."""
-    return field(default=default, metadata={"check": check}, **kwargs)
+def _opt(default, check: Check, doc: str, **kwargs):
+    """A config field: its default, the check its value from the file must pass, and what it means in one line
+    (docs/configuration-reference.md is generated from these: scripts/config_reference.py)."""
+    return field(default=default, metadata={"check": check, "doc": doc}, **kwargs)
+
+
+@_expects('the name of an environment variable, or ""')
+def _env_name_or_empty(key: str, value: object) -> str:
+    return _env_name(key, value) if value != "" else ""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -169,14 +194,27 @@ def _opt(default, check: Check, **kwargs):
 
 @dataclass(frozen=True)
 class SurfacePolicy:
+    """[surfaces.NAME]: the policy of one product surface; [surfaces.default] applies to every surface not listed."""
+
     name: str
-    stakes: str = _opt("low", _choice(STAKES))
-    sample_rate: float = _opt(0.1, _number(0, 1))
-    template: str = _opt("auto", _string())  # must also name a built-in or [templates.NAME] profile
-    owner: str = _opt("unassigned", _string(non_empty=True))
-    # the surface's own inline citation marker (README "Citations"): a regex with a named group `ref`; "" = the
-    # built-in styles ([1], [1, 3], [1-3], 【1】, [^1], (Source 2), [chunk-id])
-    citation_marker: str = _opt("", _marker_pattern)
+    stakes: str = _opt(
+        "low",
+        _choice(STAKES),
+        "the support gate's policy: high judges every citation, low a deterministic sample, off none",
+    )
+    sample_rate: float = _opt(0.1, _number(0, 1), "the share of provenance-passing citations judged when stakes = low")
+    template: str = _opt(
+        "auto",
+        _string(),
+        "the template profile that rendered the prompts: auto, a built-in or a [templates.NAME] profile",
+    )
+    owner: str = _opt("unassigned", _string(non_empty=True), "who owns the surface's queue entries")
+    citation_marker: str = _opt(
+        "",
+        _marker_pattern,
+        'the surface\'s own inline citation marker, replacing the built-in styles ([1], 【1】, (Source 2), ...); "" = '
+        "the built-in styles (docs/log-format.md)",
+    )
 
 
 @dataclass(frozen=True)
@@ -185,18 +223,22 @@ class SecondaryJudgeConfig:
     (defs/support.py judge_agreement); it never changes a verdict, the queue or a metric. Timeouts, retries and
     concurrency are the primary's."""
 
-    # "" = the primary's endpoint (another model on the same provider)
-    base_url: str = _opt("", _base_url)
-    # the candidate's model; required with base_url. Neither base_url nor model: the offline judge `offline` names
-    model: str = _opt("", _string())
-    # "" = the primary's api_key_env
-    api_key_env: str = _opt("", lambda key, value: _env_name(key, value) if value != "" else "")
-    # the share of the primary's judged pairs also sent to the secondary (a stable hash sample)
-    sample_rate: float = _opt(0.1, _number(0, 1))
-    # the secondary when neither base_url nor model is set: lexical | heuristic
-    offline: str = _opt("lexical", _choice(("lexical", "heuristic")))
+    base_url: str = _opt("", _base_url, "the candidate's endpoint; \"\" = the primary's endpoint")
+    model: str = _opt(
+        "",
+        _string(),
+        "the candidate's model; required with base_url. Neither base_url nor model: the offline judge `offline` names",
+    )
+    api_key_env: str = _opt("", _env_name_or_empty, 'the variable holding its key; "" = the primary\'s api_key_env')
+    sample_rate: float = _opt(
+        0.1, _number(0, 1), "the share of the primary's judged pairs also sent to the candidate (a stable hash sample)"
+    )
+    offline: str = _opt(
+        "lexical", _choice(("lexical", "heuristic")), "the candidate when neither base_url nor model is set"
+    )
 
 
+@_expects("a table (the keys of [judge.secondary])")
 def _secondary(key: str, value: object) -> SecondaryJudgeConfig:
     secondary = _build(SecondaryJudgeConfig, _table(key, value), key)
     if secondary.base_url and not secondary.model.strip():
@@ -206,133 +248,199 @@ def _secondary(key: str, value: object) -> SecondaryJudgeConfig:
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """[judge]: the support judge. An empty base_url means the offline judge (`offline`)."""
+    """[judge]: the support judge. An empty base_url means the offline judge (`offline`); the environment overrides
+    base_url, model and the key (CITEGATE_JUDGE_BASE_URL, CITEGATE_JUDGE_MODEL, CITEGATE_JUDGE_API_KEY)."""
 
-    base_url: str = _opt("", _base_url)
-    model: str = _opt("gpt-4.1-mini", _string(non_empty=True))
-    # the name of the variable holding the key, never the key
-    api_key_env: str = _opt("CITEGATE_JUDGE_API_KEY", _env_name)
-    concurrency: int = _opt(8, _integer(1))
-    timeout_s: float = _opt(30.0, _number(0, low_open=True))
-    max_tokens: int = _opt(5, _integer(1))
-    max_retries: int = _opt(5, _integer(0))
-    backoff_base_s: float = _opt(0.5, _number(0))
-    backoff_max_s: float = _opt(30.0, _number(0, low_open=True))
-    breaker_threshold: int = _opt(10, _integer(1))
-    # model -> {"input": USD per 1M tokens, "output": ...}
-    prices: dict = field(default_factory=dict, metadata={"check": _prices})
-    # online: one chat-completions call per pair; batch: the day's uncached pairs as one OpenAI Batch API job;
-    # cascade: the screen first, the LLM (online) only on what it leaves undecided. Without base_url the screen alone
-    mode: str = _opt("online", _choice(JUDGE_MODES))
-    # batch: how long a run polls an open batch before leaving it open for the next run (its pairs: `error`)
-    batch_wait_s: float = _opt(3600.0, _number(0))
-    # batch: the first poll interval, doubled after each poll up to batch_poll_max_s
-    batch_poll_s: float = _opt(5.0, _number(0, low_open=True))
-    batch_poll_max_s: float = _opt(300.0, _number(0, low_open=True))
-    # batch: at most this many requests per batch (OpenAI's limit is 50,000)
-    batch_max_requests: int = _opt(50000, _integer(1))
-    # batch: the share of the online price a batch call costs (OpenAI: half)
-    batch_discount: float = _opt(0.5, _number(0, 1))
-    # batch: the nightly schedule runs from the earliest day with "batch pending" verdicts, at most this many days
-    # before yesterday, so a batch still open at a run's deadline is collected by the next nightly (0: yesterday only)
-    batch_pending_days: int = _opt(7, _integer(0))
-    # the judge when no base_url is set (lib/judge/factory.py): screen (citegate-screen-v1, fails closed) | lexical |
-    # heuristic (three-way judges kept for comparison; a warning says they do not fail closed)
-    offline: str = _opt("screen", _choice(("screen", "lexical", "heuristic")))
-    # processes for the support gate's pure-Python work, the offline judge and the numeric check (lib/processes.py):
-    # 0 = one per core, at most 4; 1 = in process
-    workers: int = _opt(0, _integer(0))
-    # [judge.secondary]: a candidate judge compared on a sample (None: no second judge, nothing changes)
-    secondary: SecondaryJudgeConfig | None = field(default=None, metadata={"check": _secondary})
+    base_url: str = _opt(
+        "", _base_url, 'the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; "" = the offline judge'
+    )
+    model: str = _opt("gpt-4.1-mini", _string(non_empty=True), "the judge model")
+    api_key_env: str = _opt(
+        "CITEGATE_JUDGE_API_KEY",
+        _env_name,
+        "the name of the variable that holds the key (the key itself never goes in a file, log, table or metadata)",
+    )
+    concurrency: int = _opt(8, _integer(1), "requests in flight at most")
+    timeout_s: float = _opt(30.0, _number(0, low_open=True), "the deadline of one call, in seconds")
+    max_tokens: int = _opt(5, _integer(1), "the completion's token limit (a reasoning model needs thousands)")
+    max_retries: int = _opt(5, _integer(0), "retries after the first attempt")
+    backoff_base_s: float = _opt(
+        0.5, _number(0), "backoff = uniform(0, min(backoff_max_s, backoff_base_s x 2^attempt)), at least Retry-After"
+    )
+    backoff_max_s: float = _opt(30.0, _number(0, low_open=True), "the longest backoff, Retry-After capped to it")
+    breaker_threshold: int = _opt(10, _integer(1), "consecutive failed pairs that open the circuit breaker")
+    prices: dict = field(
+        default_factory=dict,
+        metadata={
+            "check": _prices,
+            "doc": "[judge.prices.MODEL]: input and output USD per million tokens, for cost_usd and citegate estimate",
+        },
+    )
+    mode: str = _opt(
+        "online",
+        _choice(JUDGE_MODES),
+        "online: one call per pair; batch: the uncached pairs through the OpenAI Batch API; cascade: the screen "
+        "first, the LLM (online) only on what it leaves undecided. Without base_url the screen runs alone",
+    )
+    batch_wait_s: float = _opt(
+        3600.0, _number(0), "batch: how long a run polls its batches, then leaves them open for the next run"
+    )
+    batch_poll_s: float = _opt(
+        5.0, _number(0, low_open=True), "batch: the first poll interval, doubled after each poll up to batch_poll_max_s"
+    )
+    batch_poll_max_s: float = _opt(300.0, _number(0, low_open=True), "batch: the longest poll interval")
+    batch_max_requests: int = _opt(50000, _integer(1), "batch: request lines per batch at most (OpenAI's limit)")
+    batch_discount: float = _opt(
+        0.5, _number(0, 1), "batch: the share of the online price a batch call costs (OpenAI: half)"
+    )
+    batch_pending_days: int = _opt(
+        7,
+        _integer(0),
+        'batch: how many days before yesterday the nightly schedule looks for "batch pending" verdicts to run again '
+        "(0: yesterday only)",
+    )
+    offline: str = _opt(
+        "screen",
+        _choice(("screen", "lexical", "heuristic")),
+        "the judge when no base_url is set: screen (citegate-screen-v1, fails closed), or the three-way lexical / "
+        "heuristic (with a warning that they do not fail closed)",
+    )
+    workers: int = _opt(
+        0,
+        _integer(0),
+        "processes for the offline judge and the numeric check: 0 = one per core (at most 4), 1 = in process",
+    )
+    secondary: SecondaryJudgeConfig | None = field(
+        default=None,
+        metadata={
+            "check": _secondary,
+            "doc": "[judge.secondary]: a candidate judge compared on a sample (absent: no second judge)",
+        },
+    )
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
     """[calibration]: where hand labels live, when a support gate counts as enforced, and when it is too strict."""
 
-    # folder (or file) of JSONL/CSV hand labels, relative to the config file
-    labels: str = _opt("labels", _string(non_empty=True))
-    # the 95% Wilson upper bound must be under this
-    false_pass_threshold: float = _opt(0.10, _number(0, 1, low_open=True, high_open=True))
-    # ... and rest on at least this many human no/partial labels
-    min_negatives: int = _opt(30, _integer(0))
-    # a judged surface is flagged too_strict when the false fail rate (human yes, judge not yes) is over this:
-    # the gate then rejects more true citations than it passes, and floods the queue; 1 never flags
-    false_fail_threshold: float = _opt(0.50, _number(0, 1, low_open=True))
-    # ... measured on at least this many human yes labels (fewer: too_strict is unknown, null)
-    min_positives: int = _opt(30, _integer(0))
+    labels: str = _opt(
+        "labels",
+        _string(non_empty=True),
+        "folder (or file) of JSONL/CSV hand labels, relative to the config file (without the key: "
+        "<warehouse stem>.labels/ beside the warehouse)",
+    )
+    false_pass_threshold: float = _opt(
+        0.10,
+        _number(0, 1, low_open=True, high_open=True),
+        "enforced: on own labels, the false pass rate's 95% Wilson upper bound is under this",
+    )
+    min_negatives: int = _opt(
+        30, _integer(0), "... on at least this many human no/partial own labels (the surface's, else pooled)"
+    )
+    false_fail_threshold: float = _opt(
+        0.50,
+        _number(0, 1, low_open=True),
+        "too_strict: the false fail rate (human yes, judge not yes) is over this; 1 never flags",
+    )
+    min_positives: int = _opt(
+        30, _integer(0), "... measured on at least this many human yes labels (fewer: too_strict is unknown)"
+    )
 
 
 @dataclass(frozen=True)
 class QueueConfig:
     """[queue]: owners per reason, where reviewers' decisions are logged, best-evidence effort."""
 
-    # folder of the append-only reviews log, relative to the config file
-    reviews: str = _opt("data/reviews", _string(non_empty=True))
-    # at most this many other passages judged per support failure
-    best_evidence_k: int = _opt(2, _integer(0))
-    # reason -> owner; a reason without one goes to the surface's owner
-    owners: dict = field(default_factory=dict, metadata={"check": _owners})
+    reviews: str = _opt(
+        "data/reviews",
+        _string(non_empty=True),
+        "folder of the append-only reviews log, relative to the config file (without the key: "
+        "<warehouse stem>.reviews/ beside the warehouse)",
+    )
+    best_evidence_k: int = _opt(2, _integer(0), "other passages of the prompt judged per support failure, at most")
+    owners: dict = field(
+        default_factory=dict,
+        metadata={
+            "check": _owners,
+            "doc": "[queue.owners]: reason -> owner; a reason without one goes to its surface's owner",
+        },
+    )
 
 
 @dataclass(frozen=True)
 class StorageConfig:
     """[storage]: where the large tables' Delta tables go (lib/lake.py, docs/scaling.md)."""
 
-    # the lake: a folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/),
-    # or s3://bucket/prefix with the endpoint and credentials from the AWS variables (docs/object-storage.md)
-    lake: str = _opt("", _string())
+    lake: str = _opt(
+        "",
+        _string(),
+        "the lake: a folder relative to the config file, or s3://bucket/prefix (credentials from the AWS variables); "
+        '"" = <warehouse stem>.lake/ beside the warehouse',
+    )
 
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md).
+    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md)."""
 
-    text_days (default 0 = keep text forever): the nightly run drops the raw prompt, chunk, citation and answer
-        text of every day partition older than this many days before today (UTC), keeping hashes, offsets,
-        verdicts and metrics; an integer >= 0.
-    """
-
-    text_days: int = _opt(0, _integer(0))
+    text_days: int = _opt(
+        0,
+        _integer(0),
+        "the nightly run drops the prompt, chunk, citation and answer text of days older than this (UTC), keeping "
+        "hashes, offsets, verdicts and metrics; 0 = keep text forever",
+    )
 
 
 @dataclass(frozen=True)
 class IngestConfig:
-    """[ingest]: how landing files are read.
+    """[ingest]: how landing files are read."""
 
-    settle_seconds (default 300): an unterminated last line of a file, or a file still changing, is
-        held back until the file has not changed for this many seconds; a number >= 0.
-    max_line_bytes (default 33554432, 32 MiB): the longest line read; an integer >= 1024.
-    max_decompressed_bytes (default 4294967296, 4 GiB): the most bytes a single .gz file may
-        decompress to; an integer >= 1024.
-    workers (default 0 = one per core, at most 4): processes that parse and normalize batches while the
-        ingest process writes; 1 = none. A run spawns them only past 32 MiB of new lines; an integer >= 0.
-    """
-
-    settle_seconds: float = _opt(300.0, _number(0))
-    max_line_bytes: int = _opt(33554432, _integer(1024))
-    max_decompressed_bytes: int = _opt(4294967296, _integer(1024))
-    workers: int = _opt(0, _integer(0))
+    settle_seconds: float = _opt(
+        300.0,
+        _number(0),
+        "an unterminated last line, or a file still changing, waits until the file has been quiet this long "
+        "(or citegate run --final)",
+    )
+    max_line_bytes: int = _opt(
+        33554432,
+        _integer(1024),
+        "the longest line read (32 MiB); a longer one is a line_too_long reject, its first 64 KiB kept",
+    )
+    max_decompressed_bytes: int = _opt(
+        4294967296, _integer(1024), "a .gz inflating past this (4 GiB) is a decompressed_too_large reject"
+    )
+    workers: int = _opt(
+        0,
+        _integer(0),
+        "processes that parse and normalize batches: 0 = one per core (at most 4), 1 = none; spawned only past "
+        "32 MiB of new lines",
+    )
 
 
 @dataclass(frozen=True)
 class AdaptersConfig:
-    """[adapters]: how trace-format files (README "Trace formats") become citegate-log/1 records.
+    """[adapters]: how trace-format files (docs/adapters.md) become citegate-log/1 records."""
 
-    surface_key (default "surface"): the span attribute / metadata key naming the product surface.
-    chunk_id_key (default "chunk_id"): the document metadata key holding the chunk id when the tracer logs no id.
-    citations_path (default "citations"): dotted path to the list of {chunk_id, span, claim} in the answer's JSON.
-    default_surface (default "default"): the surface of a call that names none.
-    max_file_bytes (default 67108864, 64 MiB): a trace file is read whole (pairing needs every span of a
-        trace), and converting it takes about 15x its size in memory; a larger one is a trace_file_too_large
-        reject; an integer >= 1024.
-    """
-
-    surface_key: str = _opt("surface", _string(non_empty=True))
-    chunk_id_key: str = _opt("chunk_id", _string(non_empty=True))
-    citations_path: str = _opt("citations", _string(non_empty=True))
-    default_surface: str = _opt(DEFAULT_SURFACE, _string(non_empty=True))
-    max_file_bytes: int = _opt(67108864, _integer(1024))
+    surface_key: str = _opt(
+        "surface", _string(non_empty=True), "the span attribute / metadata key naming the product surface"
+    )
+    chunk_id_key: str = _opt(
+        "chunk_id",
+        _string(non_empty=True),
+        "the document metadata key holding the chunk id when the tracer logs no id",
+    )
+    citations_path: str = _opt(
+        "citations",
+        _string(non_empty=True),
+        "dotted path to the list of {chunk_id, span, claim} in the answer's JSON",
+    )
+    default_surface: str = _opt(DEFAULT_SURFACE, _string(non_empty=True), "the surface of a call that names none")
+    max_file_bytes: int = _opt(
+        67108864,
+        _integer(1024),
+        "a trace file is converted whole (about 15x its size in memory); a larger one (64 MiB) is a "
+        "trace_file_too_large reject",
+    )
 
     def settings(self) -> AdapterSettings:
         """What the adapters are given (lib/adapters/base.py)."""
@@ -346,23 +454,25 @@ class AdaptersConfig:
 
 @dataclass(frozen=True)
 class ReviewPageConfig:
-    """[review_page]: `citegate serve`'s sessions and connection limits (docs/review-web.md).
+    """[review_page]: `citegate serve`'s sessions and connection limits (docs/review-web.md)."""
 
-    session_idle_minutes (default 120): a signed-in session unused this long ends; a number > 0.
-    session_max_hours (default 12): a session ends this long after sign-in, used or not; a number > 0.
-    max_connections (default 256): open connections at most (never more than the open-file limit leaves); past
-        it a new connection closes the one that has waited longest for a request; an integer >= 1.
-    head_timeout_s (default 10): a request's head must arrive within this many seconds; a number > 0.
-    keep_alive_s (default 5): an idle kept-alive connection is closed after this many seconds; an integer >= 1.
-    body_timeout_s (default 30): a request's body must arrive within this many seconds; a number > 0.
-    """
-
-    session_idle_minutes: float = _opt(120.0, _number(0, low_open=True))
-    session_max_hours: float = _opt(12.0, _number(0, low_open=True))
-    max_connections: int = _opt(256, _integer(1))
-    head_timeout_s: float = _opt(10.0, _number(0, low_open=True))
-    keep_alive_s: int = _opt(5, _integer(1))
-    body_timeout_s: float = _opt(30.0, _number(0, low_open=True))
+    session_idle_minutes: float = _opt(
+        120.0, _number(0, low_open=True), "a signed-in session unused this long ends (minutes)"
+    )
+    session_max_hours: float = _opt(
+        12.0, _number(0, low_open=True), "a session ends this long after sign-in, used or not (hours)"
+    )
+    max_connections: int = _opt(
+        256,
+        _integer(1),
+        "open connections at most (never more than the open-file limit leaves); past it a new connection closes "
+        "the one that has waited longest for a request",
+    )
+    head_timeout_s: float = _opt(10.0, _number(0, low_open=True), "a request's head must arrive within this (s)")
+    keep_alive_s: int = _opt(5, _integer(1), "an idle kept-alive connection is closed after this (s)")
+    body_timeout_s: float = _opt(
+        30.0, _number(0, low_open=True), "a request's body must arrive within this (s); bodies over 64 KB are refused"
+    )
 
 
 @dataclass(frozen=True)
