@@ -308,7 +308,7 @@ class Resolver:
         return name
 
     def from_lib_import(self, match: re.Match[str]) -> str:
-        indent, names, tail = match.group(1), match.group(2), match.group(3)
+        before, names = match.group("before"), match.group("names")
         groups: dict[str, list[str]] = {}
         for item in names.split(","):
             parts = item.split()
@@ -321,8 +321,9 @@ class Resolver:
                 groups.setdefault(parent, []).append(new_name + (f" as {alias}" if alias else ""))
             else:
                 groups.setdefault(LIB, []).append(name + (f" as {alias}" if alias else ""))
-        lines = [f"{indent}from {parent} import {', '.join(items)}" for parent, items in groups.items()]
-        return "\n".join(lines[:-1] + [lines[-1] + tail])
+        statements = [f"from {parent} import {', '.join(items)}" for parent, items in groups.items()]
+        # in code, one statement a line; inside a string (code run by a subprocess), on one line
+        return before + ("; " if before.endswith(("'", '"')) else "\n" + before).join(statements)
 
     def paths(self, text: str) -> str:
         for old, new in self.map.items():
@@ -338,7 +339,8 @@ class Resolver:
 
 DOTTED = re.compile(re.escape(LIB) + r"(?:\.[A-Za-z_]\w*)+")
 FROM_LIB_IMPORT = re.compile(
-    r"^([ \t]*(?:[\"'])?)from " + re.escape(LIB) + r" import ([\w ,]+?)((?:\\n)?[\"']?[ \t]*(?:#.*)?)$", re.M
+    r"(?P<before>^[ \t]*|[\"'])from " + re.escape(LIB) + r" import (?P<names>\w+(?: as \w+)?(?:, *\w+(?: as \w+)?)*)",
+    re.M,
 )
 
 
