@@ -461,7 +461,7 @@ def tidy(root: Path) -> None:
         print("ruff not found: run `ruff check --fix --select I` and `ruff format` yourself")
         return
     trees = ["citegate_assets", "tests", "benchmarks", "scripts"]
-    subprocess.run([ruff, "check", "--fix", "--select", "I,F401", "-q", *trees], cwd=root)
+    subprocess.run([ruff, "check", "--fix", "--select", "I", "-q", *trees], cwd=root)
     subprocess.run([ruff, "format", "-q", *trees], cwd=root, check=True)
     left = subprocess.run(
         [ruff, "check", "--output-format", "concise", *trees], cwd=root, capture_output=True, text=True
