@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME := $(CURDIR)/dagster_home
 
-.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge
+.PHONY: demo test lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: lint
 ui: $(STAMP)
 	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
+# the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or a page left out of the nav fails
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
 clean:
 	rm -rf data/demo data/landing data/warehouse.duckdb* dagster_home/storage dagster_home/history dagster_home/schedules dagster_home/logs
 
@@ -38,7 +42,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench $(BENCH_ARGS)
 
-# issue 12: re-render tests/fixtures/frameworks/ with the real frameworks (tests/fixtures/frameworks/README.md).
+# re-render tests/fixtures/frameworks/ with the real frameworks (tests/fixtures/frameworks/README.md).
 # Own venv; installs the pins of the `fixtures` extra alone (they conflict with citegate's openai pin).
 FX_VENV := .venv-fixtures
 fixtures:
@@ -52,7 +56,7 @@ fixtures:
 train-judge: $(STAMP)
 	$(BIN)/python scripts/train_screen.py
 
-# issue 14: re-record tests/fixtures/adapters/ with the real tracing libraries (OpenTelemetry, OpenInference,
+# re-record tests/fixtures/adapters/ with the real tracing libraries (OpenTelemetry, OpenInference,
 # Langfuse, the anthropic SDK), all against servers on 127.0.0.1. Own venv; the pins of the `adapter-fixtures` extra.
 AD_VENV := .venv-adapters
 adapter-fixtures:
@@ -61,12 +65,12 @@ adapter-fixtures:
 	$(AD_VENV)/bin/python -m pip install --quiet -r $(AD_VENV)/requirements.txt
 	for f in otlp openinference langfuse anthropic; do $(AD_VENV)/bin/python scripts/record_$${f}_fixtures.py || exit 1; done
 
-# issue 18: run every example of docs/guard.md against the real frameworks of the `fixtures` extra, offline.
+# run every example of docs/guard.md against the real frameworks of the `fixtures` extra, offline.
 guard-examples:
 	@test -x $(FX_VENV)/bin/python || { echo "no $(FX_VENV): run make fixtures first"; exit 1; }
 	$(FX_VENV)/bin/python scripts/check_guard_examples.py
 
-# issue 17: the review web page on http://127.0.0.1:8080/ (the queue, entries, decisions, metrics); SERVE_ARGS for more
+# the review web page on http://127.0.0.1:8080/ (the queue, entries, decisions, metrics); SERVE_ARGS for more
 .PHONY: review
 review: $(STAMP)
 	$(BIN)/citegate serve $(SERVE_ARGS)

@@ -92,13 +92,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print("  ingest + normalization …", flush=True)
     for _i in range(a.repeats):
-        for workers in (1, 2):  # issue 16: parse processes; the writer stays one
+        for workers in (1, 2):  # parse processes; the writer stays one
             results.setdefault("ingest" if workers == 1 else "ingest_2", []).append(
                 stage(
                     "ingest", warehouse=fresh(work / "ingest.duckdb"), landing=landing, config=config, workers=workers
                 )
             )
-    # issue 16: parsing alone, no writer: ingest's ceiling per core
+    # parsing alone, no writer: ingest's ceiling per core
     results["parse"] = [stage("parse", landing=landing, config=config) for _i in range(a.repeats)]
     warehouse = work / "ingest.duckdb"
     print("  provenance gate, bare scan, reference …", flush=True)
@@ -175,16 +175,16 @@ def main(argv: list[str] | None = None) -> int:
 
     report = render(a, results, growth, time.time() - started)
     print(report)
-    from benchmarks import review_page  # issue 17: page loads of the review web page, 50,000 queue entries
+    from benchmarks import review_page  # page loads of the review web page, 50,000 queue entries
 
     print(review_page.render(review_page.measure(work, entries=50_000, repeats=20 if not a.quick else 3)))
-    from benchmarks import history  # issue 16: nightly cost on day 1 and day 30, publish time on that history
+    from benchmarks import history  # nightly cost on day 1 and day 30, publish time on that history
 
     print(history.render(history.run_history(work, *((5, 200) if a.quick else (30, 2000)), prompt_kb=4)))
-    from benchmarks import known_requests  # issue 16: ingest's duplicate check against a large history
+    from benchmarks import known_requests  # ingest's duplicate check against a large history
 
     print(known_requests.render(known_requests.measure(work, 200_000 if a.quick else 10_000_000)))
-    from benchmarks import workers  # issue 16: --workers 2 versus 1 on four days
+    from benchmarks import workers  # --workers 2 versus 1 on four days
 
     print(workers.render(workers.measure(work / "workers", *((200, 1) if a.quick else (2500, 2)))))
     from benchmarks import cores  # the ceiling of that ratio on this machine
@@ -228,7 +228,7 @@ def render(a, r, growth, elapsed) -> str:
         ("ingest + normalization (MB of raw prompt/s)", spread(ing), ">= 100 MB/s", ok(statistics.median(ing) >= 100)),
         ("  ingest peak RSS (MB)", spread([x["peak_rss_mb"] for x in r["ingest"]]), "", ""),
         (
-            "ingest with 2 parse workers (MB of raw prompt/s; issue 16)",
+            "ingest with 2 parse workers (MB of raw prompt/s)",
             spread(ing2),
             ">= 40 MB/s",
             ok(statistics.median(ing2) >= 40),

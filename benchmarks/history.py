@@ -1,4 +1,4 @@
-"""Nightly cost as history grows (issue 16): one generated day lands each night and the nightly job runs for
+"""Nightly cost as history grows: one generated day lands each night and the nightly job runs for
 that day, 30 nights in a row; then publishing is timed on the whole history. Each night and each publish runs
 in its own process (benchmarks.stages), like a scheduled run.
 

@@ -1,4 +1,4 @@
-"""Page loads of the review web page (issue 17) for a queue of 50,000 entries; target: each under 300 ms.
+"""Page loads of the review web page for a queue of 50,000 entries; target: each under 300 ms.
 
 A real run of two generated days gives the published copy; its queue is then copied out to 50,000 entries
 (new citation ids, the same prompts and days, a third of them decided). `citegate serve` runs in

@@ -134,7 +134,7 @@ def reference(args: dict) -> dict:
         ).fetchall()
         retrieved: dict[str, dict[str, str]] = {}
         for rid, chunk_id, text in con.sql(
-            # a retrieved text stored once, where it stands verbatim in the prompt (schema 11; README "retrievals")
+            # a retrieved text stored once, where it stands verbatim in the prompt (schema 11; docs/warehouse.md)
             "select r.request_id, r.chunk_id, coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, "
             "r.raw_end - r.raw_start)) from retrievals r join prompts p on p.request_id = r.request_id "
             "where r.request_id in "

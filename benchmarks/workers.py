@@ -1,4 +1,4 @@
-"""`--workers 2` versus 1 on four days (issue 16): the nightly job over a four-day range, judge on (the offline
+"""`--workers 2` versus 1 on four days: the nightly job over a four-day range, judge on (the offline
 judge: the step that dominates a night with the support gate on), each run in a fresh process on a fresh
 warehouse, the two worker counts alternated so drifting load hits both alike.
 
@@ -6,7 +6,8 @@ warehouse, the two worker counts alternated so drifting load hits both alike.
 
 Each run is `citegate run --workers N` (pipeline.run_range with workers=N): with 1, one run over the range; with 2,
 ingest on 2 parse processes, then the four day partitions two at a time, each its own run and process, then the
-metrics and the publish (day_runs.py, docs/scaling.md "Session 7"). Step times are summed over the day runs."""
+metrics and the publish (day_runs.py, docs/scaling.md "Day partitions side by side"). Step times are summed over the
+day runs."""
 
 from __future__ import annotations
 

@@ -182,7 +182,7 @@ def check_citations(
     """One verdict per citation with the gate's reason codes, precedence and offsets, plus the numeric check's
     missing quantities for citations whose provenance is ok. The citations are `citations` ({chunk_id, span,
     claim}; without a span, the claim is anchored in the chunk) or, when none are given, the inline markers of
-    `answer` ("... [1][3].", README "Citations"; surface: whose `citation_marker` pattern applies, from config).
+    `answer` ("... [1][3].", docs/log-format.md; surface: whose `citation_marker` pattern applies, from config).
 
     raise_on: reasons to fail loudly on, e.g. {"span_truncated", "fabricated_id"}; "numeric_mismatch" counts too.
     A prompt whose chunks could not be located within the work bound fails any raise_on.

@@ -1,6 +1,6 @@
 """A loopback HTTP server that records what the real SDKs send, for the scripts that run them offline.
 
-Used by render_fixtures.py (issue 12) and check_guard_examples.py (issue 18). Stdlib only: both run in
+Used by render_fixtures.py and check_guard_examples.py. Stdlib only: both run in
 `.venv-fixtures`, which does not install citegate.
 """
 

@@ -1,6 +1,6 @@
 """Run every example of docs/guard.md against the real LangChain, LlamaIndex, OpenAI and Anthropic packages.
 
-Issue 18. Run it with `make guard-examples` (the `fixtures` extra in `.venv-fixtures`, from `make fixtures`).
+Run it with `make guard-examples` (the `fixtures` extra in `.venv-fixtures`, from `make fixtures`).
 
 The doc is the source, so doc and test cannot drift: every ```python block of docs/guard.md must be a
 `guard-example:NAME` block, the names must be exactly EXAMPLES, in order, and each block is exec'd as

@@ -1,4 +1,4 @@
-"""Record Anthropic exchanges with native citations (issue 14): the real `anthropic` SDK against a loopback server.
+"""Record Anthropic exchanges with native citations: the real `anthropic` SDK against a loopback server.
 
 Run with the adapters venv (it has anthropic 2.14.0; nothing else is needed):
 

@@ -1,4 +1,4 @@
-"""Record the Langfuse adapter fixtures (issue 14) with the real `langfuse` SDK, offline.
+"""Record the Langfuse adapter fixtures with the real `langfuse` SDK, offline.
 
 Run with `.venv-adapters/bin/python scripts/record_langfuse_fixtures.py` (langfuse 5.0.4, openai 3.57.0,
 opentelemetry-sdk 1.45.2). A small RAG app is traced with the SDK's own API (a chain observation, a retriever

@@ -1,4 +1,4 @@
-"""Record OpenInference spans with the real instrumentors and write them as Phoenix exports them (issue 14).
+"""Record OpenInference spans with the real instrumentors and write them as Phoenix exports them.
 
 Run with `.venv-adapters/bin/python scripts/record_openinference_fixtures.py` (no network: every server is on
 127.0.0.1). A small help-center RAG app is traced end to end:

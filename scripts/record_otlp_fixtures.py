@@ -1,4 +1,4 @@
-"""Record the OTLP fixtures of issue 14 (tests/fixtures/adapters/otlp/) with the real OpenTelemetry code.
+"""Record the OTLP fixtures (tests/fixtures/adapters/otlp/) with the real OpenTelemetry code.
 
 Run with the adapters venv: `.venv-adapters/bin/python scripts/record_otlp_fixtures.py`. Everything stays on
 127.0.0.1: the real `openai` client calls a local chat-completions server; the OpenTelemetry SDK exports through

@@ -1,6 +1,6 @@
 """Render RAG prompts with the real frameworks and SDKs and write them as citegate-log/1 fixtures.
 
-Issue 12 ("contract tests against the real frameworks"). Run it with `make fixtures`: it needs the
+Contract tests against the real frameworks. Run it with `make fixtures`: it needs the
 `fixtures` extra (LlamaIndex, LangChain, the openai and anthropic SDKs, jinja2) in `.venv-fixtures`,
 which `make test` never installs. The tests read only what this script commits to
 tests/fixtures/frameworks/.
@@ -1403,7 +1403,7 @@ TRUTH_ROW = (  # the README's table row for truth.jsonl, longer than a source li
     "| `truth.jsonl` | | one line per citation: `file`, `request_id`, `position` (0-based index into `citations`; "
     "citegate's citation_id is `request_id#position`), `chunk_id` as cited, `expected_reason`, `note` |"
 )
-README = """# Framework fixtures (issue 12)
+README = """# Framework fixtures
 
 Prompts rendered by the real frameworks with their own code and default templates, captured as the
 official SDKs sent them, and logged as citegate-log/1 records with planted provenance truth.

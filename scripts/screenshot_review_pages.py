@@ -1,4 +1,4 @@
-"""Screenshots of the review web page's three pages (queue, entry, metrics) into docs/screenshots/ (issue 17).
+"""Screenshots of the review web page's three pages (queue, entry, metrics) into docs/screenshots/.
 
 Builds a small demo warehouse with a real run (two generated weeks) unless --warehouse names one, starts
 `citegate serve` on 127.0.0.1, signs in and saves each page from Debian's headless Chromium (chromium-driver).

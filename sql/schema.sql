@@ -99,7 +99,7 @@ create table if not exists citations (
     cited_as varchar,                    -- schema 3: the id as the answer gave it, when that was a position ("[2]");
                                          -- schema 18: an inline marker as written ("[1-3]", "【2】")
     location_mismatch varchar,           -- schema 4: a native citation whose cited text is not at its location: why
-    -- schema 18: where the citation came from, and the anchor of one without a span (README "Citations")
+    -- schema 18: where the citation came from, and the anchor of one without a span (docs/log-format.md "Citations")
     origin varchar default 'structured', -- structured (the log's citations) | marker (the answer's) | native (a provider's)
     span_given boolean default true,     -- false: no span (a marker, or {chunk_id, claim}): the anchor is checked
     anchor_start integer,                -- the claim's best-supporting sentence in the cited chunk's retrieved text

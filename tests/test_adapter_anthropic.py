@@ -1,4 +1,4 @@
-"""The Anthropic exchange adapter (issue 14) on the exchanges the real anthropic 2.14.0 SDK sent to a loopback
+"""The Anthropic exchange adapter on the exchanges the real anthropic 2.14.0 SDK sent to a loopback
 server (scripts/record_anthropic_fixtures.py), and the provenance gate's `location_mismatch` on a real DuckDB file.
 """
 

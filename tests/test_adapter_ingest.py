@@ -1,4 +1,4 @@
-"""Trace-format files in the landing folder (issue 14): detected by their first line, converted as a whole once
+"""Trace-format files in the landing folder: detected by their first line, converted as a whole once
 settled, each call landing as a citegate-log/1 record with the source line that holds it, every bad line and
 unconvertible call a reject row, every file's ledger row balanced, nothing twice.
 

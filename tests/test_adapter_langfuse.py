@@ -1,4 +1,4 @@
-"""The Langfuse adapter (issue 14) on observations the real `langfuse` SDK exported
+"""The Langfuse adapter on observations the real `langfuse` SDK exported
 (scripts/record_langfuse_fixtures.py): both layouts (an observations API page, pretty-printed; the blob-storage JSONL
 export) give the same calls, every planted citation gets its planted provenance reason, and every reject its reason."""
 

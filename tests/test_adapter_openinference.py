@@ -1,4 +1,4 @@
-"""OpenInference spans exported from Phoenix (issue 14): the adapter on the spans the real instrumentors wrote
+"""OpenInference spans exported from Phoenix: the adapter on the spans the real instrumentors wrote
 (scripts/record_openinference_fixtures.py; tests/fixtures/adapters/openinference/)."""
 
 from __future__ import annotations

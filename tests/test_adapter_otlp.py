@@ -1,4 +1,4 @@
-"""The OTLP adapter (issue 14) on the fixtures the real OpenTelemetry SDK and opentelemetry-instrumentation-openai-v2
+"""The OTLP adapter on the fixtures the real OpenTelemetry SDK and opentelemetry-instrumentation-openai-v2
 wrote (scripts/record_otlp_fixtures.py): records, rejects, the pairing rule, both message modes, and every planted
 provenance reason through the guard and through the nightly ingest + provenance SQL."""
 

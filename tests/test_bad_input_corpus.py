@@ -4,7 +4,7 @@ which are also the rows actually in the tables).
 
 Each case writes a landing folder: usually `a.jsonl` with four good lines around one bad line (line 3),
 or a bad file beside a good file. (Cases that once exposed a product bug keep its description as a comment constant.)
-with the bug in `reason`; their expectations are what the README specifies.
+with the bug in `reason`; their expectations are what docs/log-format.md specifies.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ line_case(
 for f in ("request_id", "logged_at", "surface", "answer_model", "prompt", "retrieved"):
     line_case(f"missing-{f}", bad(f"missing-{f}", **{f: DROP}), "missing_field")
     line_case(f"null-{f}", bad(f"null-{f}", **{f: None}), "missing_field")
-# citations absent or null: a valid call whose answer's inline markers are its citations (README "Citations")
+# citations absent or null: a valid call whose answer's inline markers are its citations (docs/log-format.md)
 line_case("missing-citations", bad("missing-citations", citations=DROP), None)
 line_case("null-citations", bad("null-citations", citations=None), None)
 
@@ -308,7 +308,7 @@ line_case("logged-at-bad-offset", bad("ts-offset", logged_at="2026-11-02T10:00:0
 ISO_NOT_RFC_BUG = (
     "BUG: records._parse_timestamp uses datetime.fromisoformat, which in Python 3.11 accepts ISO 8601 forms that "
     "are not RFC 3339 (basic format '20261102T100000Z', week dates '2026-W45-1T10:00:00Z', hour-only "
-    "'2026-11-02T10Z', no seconds '2026-11-02T10:00Z'); README requires an RFC 3339 timestamp and lists "
+    "'2026-11-02T10Z', no seconds '2026-11-02T10:00Z'); docs/log-format.md requires an RFC 3339 timestamp and lists "
     "invalid_timestamp for anything else, but these are ingested"
 )
 line_case("logged-at-iso-basic-format", bad("ts-basic", logged_at="20261102T100000Z"), "invalid_timestamp")
@@ -595,7 +595,7 @@ def _truncated_gz_check(con) -> None:
     assert rows == [("failed", 3, 3)]
 
 
-# line None: README says whole-file rows have line_no 0, the code writes the line after the last one read
+# line None: docs/log-format.md says whole-file rows have line_no 0, the code writes the line after the last one read
 # (see test_file_unreadable_is_a_whole_file_row)
 file_case(
     "truncated-gz",
@@ -727,7 +727,8 @@ def table_counts(con) -> dict:
 
 
 def physical_lines(path: Path) -> int:
-    """Lines as README defines them: ended by LF, CRLF or a lone CR; a last line without its end counts too."""
+    """Lines as docs/log-format.md defines them: ended by LF, CRLF or a lone CR; a last line without its end counts
+    too."""
     data = path.read_bytes()
     return len(data.splitlines())
 
@@ -809,7 +810,8 @@ def test_bad_input(case: Case, con, landing):
 
 
 def test_file_unreadable_is_a_whole_file_row(con, landing):
-    """README: whole-file rows (line_no = 0) include file_unreadable; schema.sql: '0 for a whole-file reject'."""
+    """docs/log-format.md: whole-file rows (line_no = 0) include file_unreadable; schema.sql: '0 for a whole-file
+    reject'."""
     _write_truncated_gz(landing)
     ingest_landing(con, landing, CONFIG, now=NOW, final=True)
     report = dict(query(con, "report/ingest_summary").fetchall())

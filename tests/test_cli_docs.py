@@ -1,5 +1,6 @@
-"""README.md documents every command and every option of every command (sqlite-utils keeps its docs honest
-the same way): the "Command reference" holds one entry per command whose synopsis names all its options."""
+"""docs/cli.md documents every command and every option of every command (sqlite-utils keeps its docs honest
+the same way): one entry per command whose synopsis names all its options. The README still starts with the two
+commands."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from citegate_assets.cli import build_parser
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 ENTRY = re.compile(r"^- `citegate ([a-z-]+)([^`]*)`", re.MULTILINE)
 
 
@@ -21,10 +23,8 @@ def commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def reference() -> dict[str, str]:
-    """Command name -> its synopsis in README's "Command reference" section."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## Command reference\n", 1)[1].split("\n## ", 1)[0]
-    return {name: synopsis for name, synopsis in ENTRY.findall(section)}
+    """Command name -> its synopsis in docs/cli.md."""
+    return {name: synopsis for name, synopsis in ENTRY.findall(REFERENCE.read_text(encoding="utf-8"))}
 
 
 def documented(action: argparse.Action) -> list[str]:
@@ -44,10 +44,10 @@ def test_every_option_of_a_command_is_in_its_entry(name):
     words = set(re.findall(r"[\w-]+", synopsis))
     arguments = [action for action in commands()[name]._actions if not isinstance(action, argparse._HelpAction)]
     missing = [word for action in arguments for word in documented(action) if word not in words]
-    assert not missing, f"README's entry for `citegate {name}` lacks {missing}"
+    assert not missing, f"docs/cli.md's entry for `citegate {name}` lacks {missing}"
     flags = {flag for action in arguments for flag in action.option_strings}
     unknown = set(re.findall(r"--[a-z][a-z-]*", synopsis)) - flags
-    assert not unknown, f"README's entry for `citegate {name}` names options it does not take: {sorted(unknown)}"
+    assert not unknown, f"docs/cli.md's entry for `citegate {name}` names options it does not take: {sorted(unknown)}"
 
 
 def test_a_newcomer_still_starts_with_two_commands():

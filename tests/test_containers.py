@@ -1,4 +1,4 @@
-"""decode_body / decode_prompt on every real request-body shape (issue 12, classes 7 and 8).
+"""decode_body / decode_prompt on every real request-body shape (classes 7 and 8).
 
 Bodies are written as the SDK docs and types show them (openai 3.57 `types/chat`, `types/responses`,
 `completion_create_params`; anthropic `types/*_block_param.py`; OpenTelemetry GenAI `parts` messages).
@@ -585,7 +585,7 @@ def test_nested_tool_results_are_not_recursed_into():
     assert d.messages == [Message("tool", "")] and d.skipped == {"tool_result": 1}
 
 
-# --- the blocks a block location indexes (issue 14, trace-formats.md section 0 finding 1) ---------------
+# --- the blocks a block location indexes (trace-formats.md section 0 finding 1) ---------------
 
 
 def test_search_results_and_content_documents_keep_their_blocks_and_source_type():

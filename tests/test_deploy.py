@@ -1,4 +1,4 @@
-"""Issue 16 (c): the Kubernetes deployment in deploy/ is validated here, since no cluster exists on this machine.
+"""The Kubernetes deployment in deploy/ is validated here, since no cluster exists on this machine.
 
 deploy/dagster.yaml loads as a real instance on a PostgreSQL server on 127.0.0.1 and its run launcher's config
 passes dagster-k8s's own schema; the Helm values agree with the image (deploy/Dockerfile), with that instance and

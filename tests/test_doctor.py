@@ -1,4 +1,4 @@
-"""`citegate doctor` (issue 12): the landing folder's records through the ingest's build_frames, counted per
+"""`citegate doctor`: the landing folder's records through the ingest's build_frames, counted per
 (surface, template) with a verdict; no warehouse. The counting is plain functions over polars frames."""
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ def test_the_secondary_judges_calls_are_estimated_and_a_run_makes_them(published
     assert models == "judge-s" and sampled >= len(received)  # the same pair twice is one call
 
 
-# The join selected_pairs ran before it read cited_passages (sql/report/estimate_pairs.sql until issue 16): one
+# The join selected_pairs ran before it read cited_passages (sql/report/estimate_pairs.sql, since replaced): one
 # bucket of requests at a time, each bucket reading every prompt of the range again.
 OLD_BUCKETS = 8
 OLD_ESTIMATE_PAIRS = """
@@ -325,7 +325,7 @@ from keyed
 
 
 def old_selected_pairs(con, config, start: date, end: date) -> pl.DataFrame:
-    """What selected_pairs returned before issue 16, sorted by citation_id."""
+    """What selected_pairs returned with the old join, sorted by citation_id."""
     params = {"start": start, "end": end, "salt": SALT, "buckets": OLD_BUCKETS}
     with registered_policies(con, config, start, end):
         parts = [con.sql(OLD_ESTIMATE_PAIRS, params={**params, "bucket": b}).pl() for b in range(OLD_BUCKETS)]

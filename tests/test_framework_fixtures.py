@@ -1,4 +1,4 @@
-"""The framework fixtures (issue 12) are well-formed: real prompts rendered by LlamaIndex, LangChain, the
+"""The framework fixtures are well-formed: real prompts rendered by LlamaIndex, LangChain, the
 openai / anthropic SDKs and a vLLM-style log, committed by scripts/render_fixtures.py with their planted
 truth. No framework is needed here; tests/fixtures/frameworks/README.md says how they were made."""
 
@@ -155,7 +155,7 @@ def test_each_named_profile_agrees_with_auto_where_it_fits(name, template, tmp_p
 def test_each_retrieved_text_of_a_real_request_body_is_stored_once_and_reads_back(tmp_path):
     """Schema 13 on the SDKs' own request bodies (JSON chat messages, escaped as the openai and anthropic clients
     write them): every retrieved text the prompt holds, verbatim or escaped, is not stored a second time, and the
-    README's read-back gives exactly the text as logged, for every retrieval of every file."""
+    docs/warehouse.md's read-back gives exactly the text as logged, for every retrieval of every file."""
     from citegate_assets.lib.warehouse import connect
 
     from .helpers import RAW_TEXT

@@ -1,4 +1,4 @@
-"""Weekly metrics recompute only the weeks whose inputs changed (issue 16), and the result equals a full
+"""Weekly metrics recompute only the weeks whose inputs changed, and the result equals a full
 recompute: a multi-week history gated by the real nightly job, then a late record landing in an old day, a
 review decision on an old week, and a change to an old week that no run day points at."""
 

@@ -1,4 +1,4 @@
-"""Ingest with parse workers (issue 16): the same rows in every ingest table as with none, whatever the order the
+"""Ingest with parse workers: the same rows in every ingest table as with none, whatever the order the
 workers finish in: the first copy of a request id wins, known requests are refused in order, reject rows, ledger
 offsets and counts, a partial last line held back and read on the next run."""
 

@@ -1,4 +1,4 @@
-"""Issue 16 (a): the same code with the Dagster instance on PostgreSQL, by configuration only.
+"""The same code with the Dagster instance on PostgreSQL, by configuration only.
 
 A throwaway PostgreSQL server on 127.0.0.1 (tests/pg_server.py), a Dagster home whose dagster.yaml is the
 package's plus `storage: postgres:`, and a real `citegate run`: the run, its materializations, its check

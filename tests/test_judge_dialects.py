@@ -1,4 +1,4 @@
-"""The README's judge configurations, each against a server on 127.0.0.1 that answers as OpenAI, vLLM, llama.cpp's
+"""docs/judges.md's judge configurations, each against a server on 127.0.0.1 that answers as OpenAI, vLLM, llama.cpp's
 server or Ollama does (tests/judge_dialects.py), through the real openai client: the verdicts, what the server
 received, their error bodies, and reasoning models (reasoning first, inline or in a field; cut off by max_tokens)."""
 
@@ -21,11 +21,11 @@ from citegate_assets.lib.judge.parse import answer_after_reasoning, parse_reply,
 from tests.judge_dialects import REASONING, Dialect
 from tests.judge_server import ScriptedJudgeServer
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+JUDGES = Path(__file__).resolve().parents[1] / "docs" / "judges.md"
 PASSAGE = "Refunds take 3-5 business days. Support is available on weekdays."
 CLAIMS = {"supported": "Refunds take 3-5 business days.", "refuted": "Refunds are never paid back."}
 EXPECTED = {"supported": "yes", "refuted": "no"}
-# the README block (its first comment line) -> the dialect of the server it is tested against, and its options
+# the block (its first comment line) -> the dialect of the server it is tested against, and its options
 BLOCKS = {
     "OpenAI API": ("openai", {}),
     "vLLM": ("vllm", {}),
@@ -36,11 +36,9 @@ BLOCKS = {
 DEFAULT_PORTS = {"vllm": 8000, "llamacpp": 8080, "ollama": 11434}
 
 
-def readme_blocks() -> dict[str, str]:
-    """The toml blocks of README "Connect a real judge", by their first comment line."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Connect a real judge", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+def page_blocks() -> dict[str, str]:
+    """The toml blocks of docs/judges.md, by their first comment line."""
+    blocks = re.findall(r"```toml\n(.*?)```", JUDGES.read_text(encoding="utf-8"), re.DOTALL)
     return {b.splitlines()[0].lstrip("# ").strip(): b for b in blocks}
 
 
@@ -54,14 +52,14 @@ def fast(settings: JudgeSettings, server: ScriptedJudgeServer, **overrides) -> O
     return OpenAIJudge(replace(settings, **values), seed=0)
 
 
-def test_the_readme_has_a_block_for_every_tested_server():
-    assert set(readme_blocks()) == set(BLOCKS)
+def test_the_page_has_a_block_for_every_tested_server():
+    assert set(page_blocks()) == set(BLOCKS)
 
 
 @pytest.mark.parametrize("name", list(BLOCKS))
-def test_each_readme_block_judges_against_its_server_as_written(name):
+def test_each_block_judges_against_its_server_as_written(name):
     dialect, options = BLOCKS[name]
-    cfg = parse_config(tomllib.loads(readme_blocks()[name]), "README.md").judge
+    cfg = parse_config(tomllib.loads(page_blocks()[name]), "docs/judges.md").judge
     if dialect == "openai":
         assert cfg.base_url == "https://api.openai.com/v1" and cfg.api_key_env == "OPENAI_API_KEY"
         assert cfg.prices[cfg.model] == {"input": 0.40, "output": 1.60}

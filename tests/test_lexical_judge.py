@@ -5,7 +5,7 @@ the shared preparation it reads through public names only, and its figures on th
 
 Measured when the bounds below were set (the shipped weights, judged on all of each file: these pairs were
 training data, so this is the fit; the held-out figures are the 5-fold nested cross-validated ones that
-`make train-judge` prints and the README shows):
+`make train-judge` prints and docs/support-gate.md shows):
   demo labels (224 pairs), human x judge:
       yes      -> yes 68, partial 19, no 2
       partial  -> yes  0, partial 78, no 2

@@ -1,4 +1,4 @@
-"""Inline citation markers and span-less citations (README "Citations"): every marker style and every planted reason
+"""Inline citation markers and span-less citations (docs/log-format.md): every marker style and every planted reason
 (ok, span_truncated by the anchor, dropped_before_prompt, fabricated_id) in the warehouse's tables after a real
 ingest and gate, the same verdicts from the call-time guard, and the reader's rules for sentences and non-markers."""
 
@@ -441,9 +441,9 @@ def test_migration_17_reads_earlier_citations_as_structured_with_a_span(tmp_path
         )
 
 
-def test_the_readmes_example_line_of_each_citation_form_gives_the_reasons_it_states(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Citations") : readme.index("## Trace formats")]
+def test_the_log_format_pages_example_lines_give_the_reasons_it_states(tmp_path):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "log-format.md").read_text(encoding="utf-8")
+    section = page[page.index("## Citations") :]
     block = section[section.index("```json\n") + 8 :]
     records = [json.loads(line) for line in block[: block.index("```")].splitlines()]
     assert [r["request_id"] for r in records] == ["req-1", "req-2", "req-3", "req-4"]

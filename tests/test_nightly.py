@@ -1,4 +1,4 @@
-"""Issue 11: the nightly run at 02:00 finds records of yesterday (to gate) and of today (not a partition
+"""the nightly run at 02:00 finds records of yesterday (to gate) and of today (not a partition
 yet) in the landing folder. The scheduled run, `citegate run` without dates and `citegate run` on the
 first day only each succeed, every check passes, and the data team gets a new published copy: yesterday's
 citations gated, today's prompts ingested but not gated, the current week's metrics over gated days only."""
@@ -202,7 +202,7 @@ def test_a_failing_check_prints_its_description_and_rows(nightly, capsys, monkey
 
 
 def test_the_days_of_trace_files_are_planned_with_the_configs_adapter_settings(tmp_path, landing):
-    """`citegate run` without dates plans the days of a trace file's calls too (issue 14), reading the files with
+    """`citegate run` without dates plans the days of a trace file's calls too, reading the files with
     the run's [ingest] bounds and [adapters] settings."""
     import shutil
     from datetime import date

@@ -244,7 +244,7 @@ def test_ranges_join_only_like_quantities(text, expected):
 
 
 def test_growth_rate_and_amount_regression():
-    # issue 11 item 7: "12% to $4.5 million" was one range, the scale applied to both ends (12000000 %)
+    # a regression: "12% to $4.5 million" was one range, the scale applied to both ends (12000000 %)
     claim = "Revenue grew 12% to $4.5 million"
     for passage in (
         "In fiscal 2025 revenue grew 12% to $4.5 million, the annual report says.",

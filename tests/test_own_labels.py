@@ -308,8 +308,9 @@ def test_the_labels_folder_replays_own_lines_beside_reference_labels_and_rejects
 
 
 def test_weighted_rates_carry_a_stratified_sample_back_to_the_traffic():
-    """README's worked example: help-center's traffic is 900 citations the judge passed and 100 it did not; 50 pairs
-    of each are labelled. Unweighted, 5 false passes of 45 negatives read 11%; weighted to the traffic, 53%."""
+    """docs/support-gate.md's worked example: help-center's traffic is 900 citations the judge passed and 100 it did
+    not; 50 pairs of each are labelled. Unweighted, 5 false passes of 45 negatives read 11%; weighted to the
+    traffic, 53%."""
     rows_ = []
     for human, judge, n in [("yes", "yes", 45), ("no", "yes", 5), ("yes", "no", 10), ("no", "no", 40)]:
         rows_ += [(human, judge, "help-center", judge) for _ in range(n)]
@@ -567,7 +568,7 @@ HUMAN = {"y": "yes", "p": "partial", "n": "no"}
 
 def expected_rates(frame: pl.DataFrame) -> tuple[int, int, float | None, float, int]:
     """labels, false passes, the weighted false pass rate and coverage, and the false fails of one tier's rows
-    (human, verdict, weight), from the rule README "Calibration" states: undecided and unjudged are not yes."""
+    (human, verdict, weight), from the rule docs/support-gate.md states: undecided and unjudged are not yes."""
     negatives = frame.filter(pl.col("human") != "yes")
     passed = negatives.filter(pl.col("verdict") == "yes")
     decided = frame.filter(~pl.col("verdict").is_in(["undecided", "unjudged"]))

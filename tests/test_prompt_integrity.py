@@ -1,4 +1,4 @@
-"""Issue 16: the tamper check re-hashes the night's days and a weekly rotation of the rest, not the whole log."""
+"""the tamper check re-hashes the night's days and a weekly rotation of the rest, not the whole log."""
 
 from datetime import date, timedelta
 

@@ -25,7 +25,7 @@ def _ascii_caseless(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" for c in word)
 
 
-# README: "yes, partial or no, tolerating only case, surrounding whitespace and one trailing period".
+# docs/support-gate.md: "yes, partial or no, tolerating only case, surrounding whitespace and one trailing period".
 # \s in a str pattern is exactly str.isspace(), the whitespace str.strip() removes. The period must follow
 # the word directly: "yes ." or "yes\n." are not a word plus one trailing period.
 _ACCEPTED = {v: re.compile(rf"\s*{_ascii_caseless(v)}\.?\s*") for v in VERDICTS}

@@ -1,6 +1,6 @@
 """The review web page in a real headless Chromium (Debian's chromium + chromium-driver, driven by Selenium):
 a reviewer clears ten entries with the keyboard alone, the next run shows their statuses; an XSS payload does not
-execute; a POST without the CSRF token is refused. Issue 17."""
+execute; a POST without the CSRF token is refused."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The review web page over real HTTP: `citegate serve` started on 127.0.0.1 (a free port) over a warehouse built by a
 real pipeline run, driven with `requests`; assertions on the pages, on the reviews log and on what the warehouse
-holds. Issue 17."""
+holds."""
 
 from __future__ import annotations
 
@@ -70,34 +70,60 @@ class Server:
         config: str = "<built-in>",
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
         self.reviews = root / "reviews"
-        command = [sys.executable, "-m", "citegate_assets.cli", "serve", "--warehouse", str(root / "w.duckdb")]
-        command += ["--reviews", str(self.reviews), "--config", config, "--port", str(self.port), *args]
-        self.log_path = root / f"serve-{self.port}.log"
-        self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen(
-            command,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            cwd=root,
-            preexec_fn=preexec_fn,
-        )
+        # a port free when chosen can be taken by another test's server before ours binds it: try another
+        for _attempt in range(5):
+            self.port = free_port()
+            self.base = f"http://127.0.0.1:{self.port}"
+            command = [sys.executable, "-m", "citegate_assets.cli", "serve", "--warehouse", str(root / "w.duckdb")]
+            command += ["--reviews", str(self.reviews), "--config", config, "--port", str(self.port), *args]
+            self.log_path = root / f"serve-{self.port}.log"
+            self.log = open(self.log_path, "w")
+            self.process = subprocess.Popen(
+                command,
+                stdout=self.log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=root,
+                preexec_fn=preexec_fn,
+            )
+            if self._listening():
+                return
+        raise RuntimeError(f"citegate serve found no free port: {self.log_path.read_text()}")
+
+    def _listening(self) -> bool:
+        """True once this server, not another process on the same port, answers; False when its port was taken."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"citegate serve exited: {self.log_path.read_text()}")
+                out = self.log_path.read_text()
+                if "address already in use" in out.lower():
+                    self.log.close()
+                    return False
+                raise RuntimeError(f"citegate serve exited: {out}")
+            out = self.log_path.read_text()
+            if "review page: " not in out:  # printed before it binds: until then the port is not ours
+                time.sleep(0.1)
+                continue
+            found = re.search(r"review page: \S+\?token=([A-Za-z0-9_-]+)", out)
+            self.token = found.group(1) if found else None
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    found = re.search(r"review page: \S+\?token=([A-Za-z0-9_-]+)", self.log_path.read_text())
-                    self.token = found.group(1) if found else None
-                    return
+                    pass
             except OSError:
                 time.sleep(0.1)
+                continue
+            if self.token is None or self._admits_own_token():
+                return True
+            self.stop()  # another server answers on this port
+            return False
         self.stop()
         raise RuntimeError("citegate serve did not listen within 30 s")
+
+    def _admits_own_token(self) -> bool:
+        """Our access token is admitted (a redirect) by the server on the port; another server refuses it (403)."""
+        answer = requests.get(f"{self.base}/login", params={"token": self.token}, allow_redirects=False, timeout=30)
+        return answer.status_code == 303
 
     def stop(self) -> None:
         self.process.terminate()

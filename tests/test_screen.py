@@ -1,7 +1,7 @@
 """The screen citegate-screen-v1 (lib/judge/screen.py): yes, no or undecided, failing closed.
 
 Hand-written pairs; properties (an added unsupported clause, a quantity the passage lacks); the held-out figures
-the README states, recomputed from the converted test splits; the shipped weights against a fresh training."""
+docs/support-gate.md states, recomputed from the converted test splits; the shipped weights against a fresh training."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from citegate_assets.lib.report_view import rate_cell
 from tests.test_heuristic_judge import NEGATIONS, NUMBER_MISMATCHES, STRETCHED
 
 PROJECT = Path(__file__).resolve().parents[1]
-README = PROJECT / "README.md"
+SUPPORT_GATE = PROJECT / "docs" / "support-gate.md"  # the page that states the screen's figures
 
 PLANS = (
     "The Pro plan costs $49 per month and includes priority support. "
@@ -162,7 +162,7 @@ def test_the_judge_gives_the_same_verdicts_in_order_with_two_processes():
     assert [r.verdict for r in one] == [screen_verdict(r["passage"], r["claim"]) for r in rows]
 
 
-# ------------------------------------------------------------------------ the figures the README states
+# ------------------------------------------------------------------------ the figures docs/support-gate.md states
 
 
 def labels_file(output: str, tmp_path: Path) -> Path:
@@ -189,11 +189,11 @@ def test_held_out_figures_are_the_ones_the_readme_states(name, output, tmp_path)
     training = load_script("train_screen")
     figures = training.figures(*training.test_verdicts(labels_file(output, tmp_path), None))
     row = training.table_row(f"{name} (held out)", figures)
-    assert row in README.read_text(encoding="utf-8"), f"README lacks or differs from: {row}"
+    assert row in SUPPORT_GATE.read_text(encoding="utf-8"), f"docs/support-gate.md lacks or differs from: {row}"
     [shipped] = [h for h in HELD_OUT if h.split == name]  # what `citegate demo` prints
     assert as_figures(shipped) == {k: figures[k] for k in as_figures(shipped)}
     assert figures["false_pass"]["rate"] <= 0.05 and figures["false_fail"]["rate"] <= 0.05
-    if name != "WiCE test":  # WiCE's supported claims are rarely near-verbatim: the README says so
+    if name != "WiCE test":  # WiCE's supported claims are rarely near-verbatim: docs/support-gate.md says so
         assert figures["recall"]["rate"] >= 0.10
 
 
@@ -217,7 +217,7 @@ def as_figures(h: HeldOutFigures) -> dict:
 def test_the_readme_rows_and_the_demo_take_the_held_out_figures_from_one_place(held):
     training = load_script("train_screen")
     row = training.table_row(f"{held.split} (held out)", as_figures(held))
-    assert row in README.read_text(encoding="utf-8"), f"README lacks or differs from: {row}"
+    assert row in SUPPORT_GATE.read_text(encoding="utf-8"), f"docs/support-gate.md lacks or differs from: {row}"
     false_pass = f"{held.false_pass[0]}/{held.false_pass[1]} = "
     assert false_pass in row and rate_cell(*held.false_pass) in row and rate_cell(*held.recall) in row
 

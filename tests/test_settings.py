@@ -201,13 +201,22 @@ def test_my_rag_example_is_identical_everywhere():
             lines.append(line.split("  #")[0].rstrip())
         return "\n".join(lines)
 
-    readme = block((PROJECT / "README.md").read_text())
+    sample = block((PROJECT / "docs" / "configuration.md").read_text())
     assert (
-        readme
+        sample
         == block((PROJECT / "docs" / "profiles.md").read_text())
         == block((PROJECT / "citegate.toml").read_text())
     )
-    assert "my-rag" in parse_config(tomllib.loads(readme), None).templates
+    assert "my-rag" in parse_config(tomllib.loads(sample), None).templates
+
+
+def test_the_sample_config_keeps_the_auto_template_default():
+    """The sample in docs/configuration.md names no template for the default surface, so it fits what `auto` fits."""
+    page = (PROJECT / "docs" / "configuration.md").read_text()
+    [sample] = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+    cfg = parse_config(tomllib.loads(sample), None)
+    assert cfg.surface("any-surface-not-listed").template == "auto"
+    assert "template" not in tomllib.loads(sample)["surfaces"]["default"]
 
 
 # ------------------------------------------------------------------------------- end to end

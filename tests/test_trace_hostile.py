@@ -1,4 +1,4 @@
-"""A hostile line or call in a trace file is a reject of its own (README "Trace formats"): wrong types anywhere in
+"""A hostile line or call in a trace file is a reject of its own (docs/adapters.md): wrong types anywhere in
 the recorded fixtures, or JSON nested 100,000 deep inside a string attribute, never fail the file; every call the
 change did not touch converts exactly as before, every other one is a reject with a reason and a detail naming the
 line, and through ingest each file's lines read = records ingested + records rejected."""

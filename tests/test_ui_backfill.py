@@ -1,4 +1,4 @@
-"""A backfill of two day partitions launched the way the UI launches it (issue 16): a real `dagster dev` (webserver,
+"""A backfill of two day partitions launched the way the UI launches it: a real `dagster dev` (webserver,
 daemon, code server), the webserver's GraphQL `launchPartitionBackfill` mutation with the parameters the UI's
 "Materialize" → "Launch backfill" dialog sends, and an instance that admits two runs at once. After a first run
 of the unpartitioned assets the days read (launched from the UI too), the backfill of the daily assets and the

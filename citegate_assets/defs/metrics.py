@@ -1,5 +1,5 @@
 """Metrics stage: preregistered definitions, weekly per-surface numbers with their lineage, the checks that keep them
-honest, and the published warehouse for the data team (README "Weekly metrics" and "For the data team"; SPEC
+honest, and the published warehouse for the data team (docs/metrics.md and docs/warehouse.md; SPEC
 sections 9-10)."""
 
 from collections.abc import Iterator
@@ -266,7 +266,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
             "definitions": dg.MetadataValue.md(
                 "\n".join(f"- **{d.name}** v{d.version}: {d.description}" for d in definitions if d.name in HEADLINE)
             ),
-            # prompts an adapter rebuilt from captured messages, not the bytes sent (README "Trace formats")
+            # prompts an adapter rebuilt from captured messages, not the bytes sent (docs/adapters.md)
             "prompts_reconstructed": int(reconstructed["prompts_reconstructed"].sum() or 0),
             "prompts_reconstructed_by_surface": dg.MetadataValue.md(
                 markdown_table(reconstructed) if reconstructed.height else "none: every prompt was logged as sent"

@@ -1,4 +1,4 @@
-"""Provenance stage: the deterministic gate on every citation (README "The provenance gate"; SPEC section 4)."""
+"""Provenance stage: the deterministic gate on every citation (docs/provenance-gate.md; SPEC section 4)."""
 
 from datetime import timedelta
 

@@ -1,4 +1,4 @@
-"""Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (README "The review queue";
+"""Review stage: best available evidence, the reason-grouped queue, and reviewers' outcomes (docs/review.md;
 SPEC sections 6-7)."""
 
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""Support stage: which citations are judged, the numeric check, and the judge's verdicts (README "The support gate";
+"""Support stage: which citations are judged, the numeric check, and the judge's verdicts (docs/support-gate.md;
 SPEC section 5)."""
 
 from typing import TYPE_CHECKING

@@ -1,5 +1,5 @@
 """Span-less citations (a marker, or `{chunk_id, claim}`): the claim anchored to the cited chunk's best-supporting
-sentence, and where that sentence stands in the prompt (README "The provenance gate").
+sentence, and where that sentence stands in the prompt (docs/provenance-gate.md).
 
 Deterministic and lexical: each sentence of the chunk's retrieved text (normalized) is scored by the content words
 and numbers it shares with the claim (the offline judges' tokenizer and stemmer, lib/judge/heuristic.py), each

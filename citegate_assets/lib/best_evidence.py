@@ -1,4 +1,4 @@
-"""Best available evidence (README "The review queue"; SPEC section 6): for a citation that fails support, was the
+"""Best available evidence (docs/review.md; SPEC section 6): for a citation that fails support, was the
 cited passage the best evidence in the prompt? Rank the call's other passages by a cheap lexical coverage of the
 claim (vectorized), judge the best few, and name the cause."""
 

@@ -1,9 +1,9 @@
-"""Calibration math (README "The support gate", calibration; SPEC section 8): how often the judge says yes where a
+"""Calibration math (docs/support-gate.md, calibration; SPEC section 8): how often the judge says yes where a
 human did not (false pass), and how often it does not say yes where a human did (false fail).
 
 Pure polars over (human label, judge verdict) pairs; no I/O. Pairs with a `weight` column (own labels, drawn from a
 stratified sample: lib/own_labels.py) give weighted rates, with Wilson's interval at the Kish effective sample size.
-A gate is enforced on own labels only (gate_status; README "Labels from your own traffic").
+A gate is enforced on own labels only (gate_status; docs/support-gate.md "Labels from your own traffic").
 
 How verdicts count (docs/decisions.md, "Calibration scopes"):
 - `error` is not a judgement: it is counted apart (`judge_errors`), in neither denominator. It is never queued

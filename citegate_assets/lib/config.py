@@ -46,71 +46,101 @@ from .surfaces import DEFAULT_SURFACE, SurfacePolicy
 class CalibrationConfig:
     """[calibration]: where hand labels live, when a support gate counts as enforced, and when it is too strict."""
 
-    # folder (or file) of JSONL/CSV hand labels, relative to the config file
-    labels: str = checked_field("labels", check_string(non_empty=True))
-    # the 95% Wilson upper bound must be under this
-    false_pass_threshold: float = checked_field(0.10, check_number(0, 1, low_open=True, high_open=True))
-    # ... and rest on at least this many human no/partial labels
-    min_negatives: int = checked_field(30, check_integer(0))
-    # a judged surface is flagged too_strict when the false fail rate (human yes, judge not yes) is over this:
-    # the gate then rejects more true citations than it passes, and floods the queue; 1 never flags
-    false_fail_threshold: float = checked_field(0.50, check_number(0, 1, low_open=True))
-    # ... measured on at least this many human yes labels (fewer: too_strict is unknown, null)
-    min_positives: int = checked_field(30, check_integer(0))
+    labels: str = checked_field(
+        "labels",
+        check_string(non_empty=True),
+        "folder (or file) of JSONL/CSV hand labels, relative to the config file (without the key: "
+        "<warehouse stem>.labels/ beside the warehouse)",
+    )
+    false_pass_threshold: float = checked_field(
+        0.10,
+        check_number(0, 1, low_open=True, high_open=True),
+        "enforced: on own labels, the false pass rate's 95% Wilson upper bound is under this",
+    )
+    min_negatives: int = checked_field(
+        30, check_integer(0), "... on at least this many human no/partial own labels (the surface's, else pooled)"
+    )
+    false_fail_threshold: float = checked_field(
+        0.50,
+        check_number(0, 1, low_open=True),
+        "too_strict: the false fail rate (human yes, judge not yes) is over this; 1 never flags",
+    )
+    min_positives: int = checked_field(
+        30, check_integer(0), "... measured on at least this many human yes labels (fewer: too_strict is unknown)"
+    )
 
 
 @dataclass(frozen=True)
 class QueueConfig:
     """[queue]: owners per reason, where reviewers' decisions are logged, best-evidence effort."""
 
-    # folder of the append-only reviews log, relative to the config file
-    reviews: str = checked_field("data/reviews", check_string(non_empty=True))
-    # at most this many other passages judged per support failure
-    best_evidence_k: int = checked_field(2, check_integer(0))
-    # reason -> owner; a reason without one goes to the surface's owner
-    owners: dict = field(default_factory=dict, metadata={"check": check_owners})
+    reviews: str = checked_field(
+        "data/reviews",
+        check_string(non_empty=True),
+        "folder of the append-only reviews log, relative to the config file (without the key: "
+        "<warehouse stem>.reviews/ beside the warehouse)",
+    )
+    best_evidence_k: int = checked_field(
+        2, check_integer(0), "other passages of the prompt judged per support failure, at most"
+    )
+    owners: dict = field(
+        default_factory=dict,
+        metadata={
+            "check": check_owners,
+            "doc": "[queue.owners]: reason -> owner; a reason without one goes to its surface's owner",
+        },
+    )
 
 
 @dataclass(frozen=True)
 class StorageConfig:
     """[storage]: where the large tables' Delta tables go (lib/lake.py, docs/scaling.md)."""
 
-    # the lake: a folder, relative to the config file (lib/settings.py resolves it; default <warehouse stem>.lake/),
-    # or s3://bucket/prefix with the endpoint and credentials from the AWS variables (docs/object-storage.md)
-    lake: str = checked_field("", check_string())
+    lake: str = checked_field(
+        "",
+        check_string(),
+        "the lake: a folder relative to the config file, or s3://bucket/prefix (credentials from the AWS variables); "
+        '"" = <warehouse stem>.lake/ beside the warehouse',
+    )
 
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md).
+    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md)."""
 
-    text_days (default 0 = keep text forever): the nightly run drops the raw prompt, chunk, citation and answer
-        text of every day partition older than this many days before today (UTC), keeping hashes, offsets,
-        verdicts and metrics; an integer >= 0.
-    """
-
-    text_days: int = checked_field(0, check_integer(0))
+    text_days: int = checked_field(
+        0,
+        check_integer(0),
+        "the nightly run drops the prompt, chunk, citation and answer text of days older than this (UTC), keeping "
+        "hashes, offsets, verdicts and metrics; 0 = keep text forever",
+    )
 
 
 @dataclass(frozen=True)
 class ReviewPageConfig:
-    """[review_page]: `citegate serve`'s sessions and connection limits (docs/review-web.md).
+    """[review_page]: `citegate serve`'s sessions and connection limits (docs/review-web.md)."""
 
-    session_idle_minutes (default 120): a signed-in session unused this long ends; a number > 0.
-    session_max_hours (default 12): a session ends this long after sign-in, used or not; a number > 0.
-    max_connections (default 256): open connections at most (never more than the open-file limit leaves); past
-        it a new connection closes the one that has waited longest for a request; an integer >= 1.
-    head_timeout_s (default 10): a request's head must arrive within this many seconds; a number > 0.
-    keep_alive_s (default 5): an idle kept-alive connection is closed after this many seconds; an integer >= 1.
-    body_timeout_s (default 30): a request's body must arrive within this many seconds; a number > 0.
-    """
-
-    session_idle_minutes: float = checked_field(120.0, check_number(0, low_open=True))
-    session_max_hours: float = checked_field(12.0, check_number(0, low_open=True))
-    max_connections: int = checked_field(256, check_integer(1))
-    head_timeout_s: float = checked_field(10.0, check_number(0, low_open=True))
-    keep_alive_s: int = checked_field(5, check_integer(1))
-    body_timeout_s: float = checked_field(30.0, check_number(0, low_open=True))
+    session_idle_minutes: float = checked_field(
+        120.0, check_number(0, low_open=True), "a signed-in session unused this long ends (minutes)"
+    )
+    session_max_hours: float = checked_field(
+        12.0, check_number(0, low_open=True), "a session ends this long after sign-in, used or not (hours)"
+    )
+    max_connections: int = checked_field(
+        256,
+        check_integer(1),
+        "open connections at most (never more than the open-file limit leaves); past it a new connection closes "
+        "the one that has waited longest for a request",
+    )
+    head_timeout_s: float = checked_field(
+        10.0, check_number(0, low_open=True), "a request's head must arrive within this (s)"
+    )
+    keep_alive_s: int = checked_field(5, check_integer(1), "an idle kept-alive connection is closed after this (s)")
+    body_timeout_s: float = checked_field(
+        30.0,
+        check_number(0, low_open=True),
+        "a request's body must arrive within this (s); bodies over 64 KB are refused",
+    )
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""The checks of citegate.toml's keys: each config field carries its default and the check its value must pass (type and
-range, booleans never numbers, integers never floats), and a table is built from them, an unknown key refused; every
-error names the dotted key."""
+"""The checks of citegate.toml's keys: each config field carries its default, the check its value must pass (type and
+range, booleans never numbers, integers never floats) and its meaning in one line, and a table is built from them, an
+unknown key refused; every error names the dotted key. scripts/config_reference.py generates
+docs/configuration-reference.md from the fields' checks (what each accepts) and meanings."""
 
 from __future__ import annotations
 
@@ -24,6 +25,16 @@ class BadValue(Exception):
 Check = Callable[[str, object], object]
 
 
+def expects(expected: str):
+    """Records on a check what it accepts, in words: docs/configuration-reference.md shows it as the key's type."""
+
+    def mark(check: Check) -> Check:
+        check.expected = expected  # type: ignore[attr-defined]
+        return check
+
+    return mark
+
+
 def bad_value(key: str, value: object, expected: str) -> BadValue:
     return BadValue(f"{key} = {value!r}: expected {expected}")
 
@@ -35,6 +46,7 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 
 
 def check_integer(minimum: int) -> Check:
+    @expects(f"an integer >= {minimum}")
     def check(key: str, value: object) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise bad_value(key, value, f"an integer >= {minimum}")
@@ -55,6 +67,7 @@ def check_number(low: float, high: float | None = None, *, low_open: bool = Fals
         below = high is None or (value < high if high_open else value <= high)
         return above and below
 
+    @expects(expected)
     def check(key: str, value: object) -> float:
         if not _is_number(value) or not in_range(value):
             raise bad_value(key, value, expected)
@@ -64,6 +77,7 @@ def check_number(low: float, high: float | None = None, *, low_open: bool = Fals
 
 
 def check_string(*, non_empty: bool = False) -> Check:
+    @expects("a non-empty string" if non_empty else "a string")
     def check(key: str, value: object) -> str:
         if not isinstance(value, str) or (non_empty and not value.strip()):
             raise bad_value(key, value, "a non-empty string" if non_empty else "a string")
@@ -73,6 +87,7 @@ def check_string(*, non_empty: bool = False) -> Check:
 
 
 def check_choice(options: tuple[str, ...]) -> Check:
+    @expects(f"one of {', '.join(options)}")
     def check(key: str, value: object) -> str:
         if not isinstance(value, str) or value not in options:
             raise bad_value(key, value, f"one of {', '.join(options)}")
@@ -84,6 +99,7 @@ def check_choice(options: tuple[str, ...]) -> Check:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+@expects("the name of an environment variable")
 def check_env_name(key: str, value: object) -> str:
     if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
         raise bad_value(
@@ -92,6 +108,7 @@ def check_env_name(key: str, value: object) -> str:
     return value
 
 
+@expects('"" or a URL starting with http:// or https://')
 def check_base_url(key: str, value: object) -> str:
     if not isinstance(value, str):
         raise bad_value(key, value, 'a string: "" or a URL starting with http:// or https://')
@@ -101,6 +118,7 @@ def check_base_url(key: str, value: object) -> str:
     return value
 
 
+@expects("a table per model: input, output (numbers >= 0)")
 def check_prices(key: str, value: object) -> dict:
     """model -> {input, output}: USD per million tokens, non-negative numbers."""
     table = as_table(key, value)
@@ -116,6 +134,7 @@ def check_prices(key: str, value: object) -> dict:
     return out
 
 
+@expects("a table: reason = owner (non-empty strings)")
 def check_owners(key: str, value: object) -> dict:
     """reason -> owner, for the reasons in QUEUE_REASONS."""
     table = as_table(key, value)
@@ -126,6 +145,7 @@ def check_owners(key: str, value: object) -> dict:
     return dict(table)
 
 
+@expects('"" or a regular expression with a named group ref')
 def check_marker_pattern(key: str, value: object) -> str:
     """A regex that compiles, has a named group `ref`, and matches no empty text (it would cite everywhere)."""
     if not isinstance(value, str):
@@ -143,9 +163,15 @@ def check_marker_pattern(key: str, value: object) -> str:
     return value
 
 
-def checked_field(default, check: Check, **kwargs):
-    """A config field: its default and the check its value from the file must pass."""
-    return field(default=default, metadata={"check": check}, **kwargs)
+@expects('the name of an environment variable, or ""')
+def check_env_name_or_empty(key: str, value: object) -> str:
+    return check_env_name(key, value) if value != "" else ""
+
+
+def checked_field(default, check: Check, doc: str, **kwargs):
+    """A config field: its default, the check its value from the file must pass, and what it means in one line
+    (docs/configuration-reference.md is generated from these: scripts/config_reference.py)."""
+    return field(default=default, metadata={"check": check, "doc": doc}, **kwargs)
 
 
 def build_section(cls, table: dict, key: str, **fixed):

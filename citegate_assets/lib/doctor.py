@@ -8,7 +8,7 @@ come after every chunk found in their prompt (in retrieved order) are what a top
 not count against the template; other misfits do. A template that does not fit is compared with `auto`
 and the other built-ins on the same records. Plain functions over the polars frames; no dagster here.
 
-A file in a trace format (lib/adapters, README "Trace formats") is detected and converted as ingest does it (by
+A file in a trace format (lib/adapters, docs/adapters.md) is detected and converted as ingest does it (by
 its first line and head, or a *.json file as one document; read whole, up to [adapters].max_file_bytes, with the
 [adapters] settings), and its calls' records are examined like any others; the report says which format each
 file was read as. A *.json file of no trace format is not read (a note says so), as ingest rejects it.

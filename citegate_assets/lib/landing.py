@@ -1,4 +1,4 @@
-"""The landing folder: which entries are log files (citegate-log/1, or a trace format: README "Trace formats"),
+"""The landing folder: which entries are log files (citegate-log/1, or a trace format: docs/adapters.md),
 opened without following anything out of the folder, and which UTC days its valid records hold (for `citegate run`
 with no dates).
 

@@ -8,7 +8,7 @@ identity that adds its folder and name. Entries that are not files to read get a
 (`entry:`), files with no complete first line yet a row per name (`path:`); a warehouse written before
 identities existed has rows `legacy:<name>`, adopted when their file is read again.
 
-A file in a trace format (README "Trace formats") has the identity `trace:<format>:<first line's sha256>` (one JSON
+A file in a trace format (docs/adapters.md) has the identity `trace:<format>:<first line's sha256>` (one JSON
 document: `trace:<format>:doc:<sha256 of all of it>`). Its counts are of items, not lines: `lines_read` = the calls
 and line rejects it gave = `records_ingested` + `records_rejected`; its `detail` says how many source lines it has
 and what they hold (calls, no call, a line reject).

@@ -1,4 +1,4 @@
-"""Inline citation markers in an answer (README "Citations"): `...moved to St. Louis [1][5].` becomes one citation
+"""Inline citation markers in an answer (docs/log-format.md): `...moved to St. Louis [1][5].` becomes one citation
 per (sentence, cited reference), its claim the sentence with the markers removed.
 
 Plain Python, no polars, duckdb or dagster: ingest (lib/batch.py) and the call-time guard (guard.py) both read an

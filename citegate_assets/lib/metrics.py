@@ -1,4 +1,4 @@
-"""Preregistered metric definitions (README "Weekly metrics"; SPEC section 9): SQL files with a header, pinned by a
+"""Preregistered metric definitions (docs/metrics.md; SPEC section 9): SQL files with a header, pinned by a
 lock file.
 
 Each definition is one query returning its *membership*: one row per citation in the denominator

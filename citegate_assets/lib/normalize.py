@@ -1,4 +1,4 @@
-"""The normalization function N (README "Normalization"; SPEC section 3), as polars expressions.
+"""The normalization function N (docs/prompts.md "Normalization"; SPEC section 3), as polars expressions.
 
 One implementation serves the prompt, the spans, the claims and the retrieved chunk texts, so the
 two sides of every comparison are normalized identically by construction.

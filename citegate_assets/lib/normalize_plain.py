@@ -1,4 +1,4 @@
-"""N (README "Normalization"; SPEC section 3) on one string in plain Python, for the serving-path guard: no polars
+"""N (docs/prompts.md; SPEC section 3) on one string in plain Python, for the serving-path guard: no polars
 there.
 
 Same steps and tables as the vectorized N in lib/normalize.py (which takes its tables from here);

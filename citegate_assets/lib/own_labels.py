@@ -10,7 +10,7 @@ across requests are one pair. The same (warehouse, seed, size) give the same sam
 in an order of their own (sha256 over the seed and the pair key), which mixes surfaces and strata, so a run of
 pairs never tells the labeller which verdict stratum they come from.
 
-The weights (README "Labels from your own traffic"): a labelled pair stands for the citations of its stratum,
+The weights (docs/support-gate.md): a labelled pair stands for the citations of its stratum,
 W_h = N_h / n_h (N_h: the stratum's provenance-passing citations now; n_h: its labelled pairs), split between the
 labels of a pair labelled by several people. Rates are the weighted shares (lib/calibration.py).
 """

@@ -21,14 +21,30 @@ CONTEXT_MESSAGES = ("any", "system", "user")
 @dataclass(frozen=True)
 class Profile:
     name: str
-    context_start: str  # regex: the context block begins right after its first match
-    chunk_header: str  # regex with group (?P<ref>...): each match opens one chunk section
-    context_end: str | None = None  # regex: the block ends at its first match after the start; None = end of message
-    chunk_footer: str | None = None  # regex: a section's body ends at its first match; None = next header / block end
-    chunk_ref: str = "chunk_id"  # what the header's ref carries: the chunk id, a 1-based position, or nothing usable
-    unescape: str = "none"  # "html": the template HTML-escaped chunk text and question
-    context_message: str = "any"  # in a chat body, which role's message holds the context block
-    description: str = ""
+    # each field's "doc" is its line in docs/configuration-reference.md ([templates.NAME])
+    context_start: str = field(
+        metadata={"doc": "regex (required): the context block begins right after its first match"}
+    )
+    chunk_header: str = field(
+        metadata={"doc": "regex (required) with a named group (?P<ref>...): each match opens one chunk section"}
+    )
+    context_end: str | None = field(
+        default=None,
+        metadata={"doc": "regex: the block ends at its first match after the start; unset = end of message"},
+    )
+    chunk_footer: str | None = field(
+        default=None,
+        metadata={"doc": "regex: a section's body ends at its first match; unset = next header or block end"},
+    )
+    chunk_ref: str = field(
+        default="chunk_id",
+        metadata={"doc": "what the header's ref carries: the chunk id, a 1-based position, or the chunk's content"},
+    )
+    unescape: str = field(default="none", metadata={"doc": "html: the template HTML-escaped chunk text and question"})
+    context_message: str = field(
+        default="any", metadata={"doc": "in a chat body, which role's message holds the context block"}
+    )
+    description: str = field(default="", metadata={"doc": "what the profile is for, in words"})
     _compiled: dict[str, re.Pattern[str] | None] = field(default_factory=dict, compare=False, repr=False)
 
     def regex(self, which: str) -> re.Pattern[str] | None:

@@ -1,4 +1,4 @@
-"""Which stored days the blocking check `prompts_match_their_sha256` re-hashes tonight (issue 16).
+"""Which stored days the blocking check `prompts_match_their_sha256` re-hashes tonight.
 
 Re-hashing every stored prompt every night grows with history (0.22 -> 1.75 s over 30 nights of 2,000 requests;
 hours at 10 million a day). The night's own days are always verified, and the older days in a rotation of

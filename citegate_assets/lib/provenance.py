@@ -1,4 +1,4 @@
-"""The provenance gate over the warehouse (README "The provenance gate"; SPEC section 4): SQL in sql/provenance, run
+"""The provenance gate over the warehouse (docs/provenance-gate.md; SPEC section 4): SQL in sql/provenance, run
 per day range."""
 
 from __future__ import annotations

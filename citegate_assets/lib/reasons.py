@@ -1,4 +1,4 @@
-"""The reason codes of the gates, in one place (README "The provenance gate", "The review queue")."""
+"""The reason codes of the gates, in one place (docs/provenance-gate.md, "The review queue")."""
 
 from __future__ import annotations
 

@@ -205,7 +205,7 @@ def judge_report(warehouse: Path, tiers: JudgeTiers) -> str:
     elif tiers.screen is not None:
         lines.append(
             f"  {safe(tiers.screen.model)} does not fail closed: its yes held no false pass bound on held-out data "
-            '(README "The support gate")'
+            "(docs/support-gate.md)"
         )
     if tiers.llm is not None:
         lines.append(

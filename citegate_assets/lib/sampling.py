@@ -1,4 +1,4 @@
-"""The support sample (README "The support gate"; SPEC section 5): high stakes → all, low → a stable hash sample, off →
+"""The support sample (docs/support-gate.md; SPEC section 5): high stakes → all, low → a stable hash sample, off →
 none.
 
 The sample key is 52 bits of sha256 over the citation id, computed in SQL for the whole day at once;

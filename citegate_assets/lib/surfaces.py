@@ -20,14 +20,29 @@ DEFAULT_SURFACE = "default"
 
 @dataclass(frozen=True)
 class SurfacePolicy:
+    """[surfaces.NAME]: the policy of one product surface; [surfaces.default] applies to every surface not listed."""
+
     name: str
-    stakes: str = checked_field("low", check_choice(STAKES))
-    sample_rate: float = checked_field(0.1, check_number(0, 1))
-    template: str = checked_field("auto", check_string())  # must also name a built-in or [templates.NAME] profile
-    owner: str = checked_field("unassigned", check_string(non_empty=True))
-    # the surface's own inline citation marker (README "Citations"): a regex with a named group `ref`; "" = the
-    # built-in styles ([1], [1, 3], [1-3], 【1】, [^1], (Source 2), [chunk-id])
-    citation_marker: str = checked_field("", check_marker_pattern)
+    stakes: str = checked_field(
+        "low",
+        check_choice(STAKES),
+        "the support gate's policy: high judges every citation, low a deterministic sample, off none",
+    )
+    sample_rate: float = checked_field(
+        0.1, check_number(0, 1), "the share of provenance-passing citations judged when stakes = low"
+    )
+    template: str = checked_field(
+        "auto",
+        check_string(),
+        "the template profile that rendered the prompts: auto, a built-in or a [templates.NAME] profile",
+    )
+    owner: str = checked_field("unassigned", check_string(non_empty=True), "who owns the surface's queue entries")
+    citation_marker: str = checked_field(
+        "",
+        check_marker_pattern,
+        'the surface\'s own inline citation marker, replacing the built-in styles ([1], 【1】, (Source 2), ...); "" = '
+        "the built-in styles (docs/log-format.md)",
+    )
 
 
 class SurfacePolicies(Protocol):

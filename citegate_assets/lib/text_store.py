@@ -1,4 +1,4 @@
-"""The prompt text store (schema 12, issue 16): each ingest batch's prompt text as Parquet files beside the warehouse.
+"""The prompt text store (schema 12): each ingest batch's prompt text as Parquet files beside the warehouse.
 
 DuckDB stores multi-kilobyte strings at about 30 MB/s (its checkpoints compress and rewrite them), which made the
 DuckDB writer most of ingest's cost; polars writes the same text as Parquet ten times faster. So `prompt_raw` and

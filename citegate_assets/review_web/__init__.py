@@ -1,1 +1,1 @@
-"""The review web page behind `citegate serve` (issue 17): Starlette + Jinja2, no dagster import."""
+"""The review web page behind `citegate serve`: Starlette + Jinja2, no dagster import."""

@@ -1,6 +1,6 @@
 -- Reads prompt_rows, not the view `prompts`: no text is needed, and the view would open every text file.
 -- Prompts per surface, and how many of them an adapter rebuilt from captured messages rather than logged as sent
--- (prompts.prompt_reconstructed; README "Trace formats"): the weekly_metrics asset's metadata.
+-- (prompts.prompt_reconstructed; docs/adapters.md): the weekly_metrics asset's metadata.
 select
     surface,
     count(*) as prompts,

@@ -1,4 +1,4 @@
--- Schema 3 -> 4 (issue 14, trace-format adapters): a prompt rebuilt from captured messages is flagged, and a
+-- Schema 3 -> 4 (trace-format adapters): a prompt rebuilt from captured messages is flagged, and a
 -- provider-native citation whose cited text is not at the location the API gave keeps why.
 alter table prompts add column if not exists prompt_reconstructed boolean;
 alter table citations add column if not exists location_mismatch varchar;

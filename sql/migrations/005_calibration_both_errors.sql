@@ -1,4 +1,4 @@
--- Schema 4 -> 5 (issue 15): calibration reports the false fail rate beside the false pass rate.
+-- Schema 4 -> 5: calibration reports the false fail rate beside the false pass rate.
 -- Rows calibrated before schema 5 keep nulls in these columns until the next calibration of their judge.
 alter table judge_calibration add column if not exists positives integer;
 alter table judge_calibration add column if not exists false_fails integer;

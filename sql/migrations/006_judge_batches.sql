@@ -1,4 +1,4 @@
--- Schema 5 -> 6 (issue 15): nightly judging through a provider's batch API.
+-- Schema 5 -> 6: nightly judging through a provider's batch API.
 -- A submitted batch is recorded before the run waits for it, with the pairs it carries, so a killed or
 -- timed-out run collects the open batch on its next run instead of submitting (and paying for) the pairs again.
 create table if not exists judge_batches (

@@ -1,4 +1,4 @@
--- Schema 6 -> 7 (issue 15): [judge.secondary], a candidate judge run on a sample of the primary's judged pairs.
+-- Schema 6 -> 7: [judge.secondary], a candidate judge run on a sample of the primary's judged pairs.
 -- One row per sampled pair with both verdicts; read only for agreement (Cohen's kappa, the confusion table).
 create table if not exists judge_agreement (
     citation_id varchar not null,

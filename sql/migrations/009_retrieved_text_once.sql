@@ -1,4 +1,4 @@
--- Schema 8 -> 9 (issue 16): each retrieved text stored once. Its normalized form is stored only where it is not
+-- Schema 8 -> 9: each retrieved text stored once. Its normalized form is stored only where it is not
 -- already in the prompt: where it equals the body of the first section holding that chunk, text_normalized is null
 -- and [prompt_start, prompt_end) locates it in prompts.prompt_normalized (readers coalesce with that substring).
 alter table retrievals add column if not exists prompt_start integer;

@@ -1,4 +1,4 @@
--- Schema 11 -> 12 (issue 16): new prompts keep their text in Parquet files beside the warehouse (lib/text_store.py).
+-- Schema 11 -> 12: new prompts keep their text in Parquet files beside the warehouse (lib/text_store.py).
 -- The table becomes prompt_rows with the file's name; `prompts` becomes a view (created by lib/text_store.py, since
 -- it names the folder). Rows written before keep their text inline; nothing is rewritten here.
 alter table prompts rename to prompt_rows;

@@ -1,4 +1,4 @@
--- Schema 12 -> 13 (issue 16): a retrieved text that a JSON-encoded prompt holds escaped (chat messages logged as
+-- Schema 12 -> 13: a retrieved text that a JSON-encoded prompt holds escaped (chat messages logged as
 -- JSON) is stored once too: retrievals.text is null, [raw_start, raw_end) of prompt_raw holds the text as the body of
 -- a JSON string, and raw_encoding is 'json'. Rows written before keep their text (readers coalesce, so both read the
 -- same); nothing is rewritten here.

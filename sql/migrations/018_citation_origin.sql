@@ -1,4 +1,4 @@
--- Schema 17 -> 18: citations read from an answer's inline markers, and citations without a span (README "Citations",
+-- Schema 17 -> 18: citations read from an answer's inline markers, and citations without a span (docs/log-format.md "Citations",
 -- "The provenance gate"). Rows written before are structured citations with a span.
 alter table citations add column if not exists origin varchar default 'structured';
 alter table citations add column if not exists span_given boolean default true;

@@ -1,4 +1,4 @@
--- Provenance gate (README "The provenance gate"; SPEC section 4): one row per citation of the days [$start, $end).
+-- Provenance gate (docs/provenance-gate.md; SPEC section 4): one row per citation of the days [$start, $end).
 -- Every comparison is between normalized texts: citations.span_normalized against
 -- prompts.prompt_normalized, using the context block and chunk-body offsets stored at ingest.
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
@@ -8,7 +8,7 @@
 -- $buckets), each reading the days' text once more.
 -- location_mismatch comes first: a provider-native citation whose cited text is not at the location the API
 -- gave, in the body as logged (or whose location cannot be read), proves the log is not what the provider
--- read, so no other test can say what reached the model (verdict unverifiable; README "The provenance gate").
+-- read, so no other test can say what reached the model (verdict unverifiable; docs/provenance-gate.md).
 -- A citation without a span (span_given false: a marker, or {chunk_id, claim}) is anchored at ingest (lib/anchors.py):
 -- after the id tests it is span_truncated when its anchor sentence lies in the part of a cut chunk that never reached
 -- the prompt, else ok (found_start/found_end: the anchor in the prompt, null without one). It is never searched.

@@ -1,4 +1,4 @@
-"""Trace-format adapters (issue 14; README "Trace formats"): the registry, detection of a landing file's format by
+"""Trace-format adapters (docs/adapters.md): the registry, detection of a landing file's format by
 its first line, and the conversion of a whole file with its accounting.
 
 The four adapters (otlp, openinference, langfuse, anthropic) are imported lazily, by name: a module that is

@@ -1,4 +1,4 @@
-"""Anthropic exchanges (issue 14): one Messages API call per line, as the app logged it, turned into a
+"""Anthropic exchanges: one Messages API call per line, as the app logged it, turned into a
 citegate-log/1 record; provider-native citations are verified against the request as sent, never trusted.
 
 The line (one JSON object; `detect` needs `request` and `response`, and a `response` that is a Message):

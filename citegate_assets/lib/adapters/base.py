@@ -1,4 +1,4 @@
-"""What every trace-format adapter gives ingest (issue 14): the model calls of one landing file, each as a
+"""What every trace-format adapter gives ingest: the model calls of one landing file, each as a
 citegate-log/1 record or a reject with its reason, tagged with the source line that holds the call.
 
 An adapter is pure: lines in, calls out. It never guesses: a prompt rebuilt from captured messages says so
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-# Reject reasons an adapter may give a call or a line (ingest_rejects.reason); README "Trace formats" lists them.
+# Reject reasons an adapter may give a call or a line (ingest_rejects.reason); docs/adapters.md lists them.
 # Every reason more than one module gives is defined here, once; an adapter imports it from here.
 # - a source line:
 INVALID_JSON = "invalid_json"  # a source line that is not JSON (the same reason as for citegate-log/1 lines)

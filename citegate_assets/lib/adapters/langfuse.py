@@ -1,7 +1,7 @@
-"""Langfuse observations (issue 14) as citegate-log/1 calls: GENERATION observations are the model calls, and
+"""Langfuse observations as citegate-log/1 calls: GENERATION observations are the model calls, and
 RETRIEVER observations give the chunks they were paired with.
 
-Two layouts, told apart per line (README "Trace formats", Langfuse):
+Two layouts, told apart per line (docs/adapters.md, Langfuse):
 - a page of the public observations API, `GET /api/public/v2/observations?fields=core,basic,io,metadata,model,prompt`:
   `{"data": [...], "meta": {...}}`, camelCase fields, ISO 8601 timestamps. A page saved as it came (one line) or
   pretty-printed: when the file's first non-blank line is not a JSON value by itself but opens one (`{` or `[`),

@@ -1,4 +1,4 @@
-"""OpenInference spans as exported from Arize Phoenix (issue 14): one span per line, LLM calls out.
+"""OpenInference spans as exported from Arize Phoenix: one span per line, LLM calls out.
 
 Layouts read (all three may be mixed in a file; every one has `context.span_id` and `context.trace_id`, nested
 under `context` or as flat keys, and `parent_id`, `span_kind`, `start_time`, `end_time`):

@@ -1,7 +1,7 @@
 """Span-tree helpers the trace adapters share: which retriever spans feed which model call, and the bounds on
 what one call, and one file, may carry.
 
-The pairing rule (README "Trace formats"): a model call's retrieved chunks come from the retriever spans of
+The pairing rule (docs/adapters.md): a model call's retrieved chunks come from the retriever spans of
 the same trace that ended before the call started, nearest ancestor first, then nearest in time.
 
 - "Nearest ancestor": for each eligible retriever, the lowest common ancestor of it and the call, counted in

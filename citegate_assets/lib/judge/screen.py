@@ -50,8 +50,9 @@ SCREEN_VERDICTS = ("yes", "no", "undecided")
 
 @dataclass(frozen=True)
 class HeldOutFigures:
-    """The shipped screen on one held-out test split (labels used for nothing else), as (count, of) pairs: the README
-    table's rows and `citegate demo` are rendered from these, and tests/test_screen.py recomputes them."""
+    """The shipped screen on one held-out test split (labels used for nothing else), as (count, of) pairs: the
+    table rows of docs/support-gate.md and `citegate demo` are rendered from these, and tests/test_screen.py
+    recomputes them."""
 
     split: str
     pairs: int

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17: the review page's browser tests drive Debian's headless Chromium through chromedriver (Selenium).
+# the review page's browser tests drive Debian's headless Chromium through chromedriver (Selenium).
 set -euo pipefail
 if dpkg -s chromium chromium-driver >/dev/null 2>&1; then
   exit 0
