@@ -1,6 +1,7 @@
 """Writes docs/configuration-reference.md from the config schema: every section of citegate.toml, every key with its
-type, default and meaning, read from the dataclasses of citegate_assets/lib/config.py (each field's check and doc)
-and the template profile's fields (lib/profiles.py). The page is never edited by hand.
+type, default and meaning, read from the section dataclasses that citegate_assets/lib/config.py composes (each
+field's check and doc, lib/config_fields.py) and the template profile's fields (lib/profiles.py). The page is never
+edited by hand.
 
     python scripts/config_reference.py           # rewrite the page
     python scripts/config_reference.py --check   # exit 1 when the page is stale (tests/test_config_reference.py)

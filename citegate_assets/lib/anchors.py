@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .judge.heuristic import anchor_terms
-from .markers import sentence_spans
+from .sentences import sentence_spans
+from .tokens import anchor_terms
 
 MAX_SENTENCE_CHARS = 400
 _CLAUSE_BREAK = re.compile(r"[;:,]\s|\s[-\u2013\u2014]\s")

@@ -10,7 +10,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from .config import Config
+from .surfaces import SurfacePolicies
 from .warehouse import query
 
 POLICY_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -22,7 +22,7 @@ POLICY_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
-def policies_frame(config: Config, surfaces: Iterable[str]) -> pl.DataFrame:
+def policies_frame(config: SurfacePolicies, surfaces: Iterable[str]) -> pl.DataFrame:
     """One row per surface: its own policy if citegate.toml lists it, else the default policy under its name."""
     rows = []
     for surface in sorted(set(surfaces)):
@@ -33,7 +33,7 @@ def policies_frame(config: Config, surfaces: Iterable[str]) -> pl.DataFrame:
 
 @contextmanager
 def registered_policies(
-    con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date
+    con: duckdb.DuckDBPyConnection, config: SurfacePolicies, start: date, end: date
 ) -> Iterator[pl.DataFrame]:
     """The relation `surface_policies` on con: every surface gated in [start, end) with its policy."""
     surfaces = [s for (s,) in query(con, "provenance/surfaces", {"start": start, "end": end}).fetchall()]

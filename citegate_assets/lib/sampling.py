@@ -12,8 +12,8 @@ from datetime import date
 
 import duckdb
 
-from .config import Config
 from .policies import registered_policies
+from .surfaces import SurfacePolicies
 from .warehouse import run_script
 
 SALT = "citegate-sample-v1:"
@@ -23,7 +23,7 @@ def sample_key(citation_id: str) -> float:
     return int(hashlib.sha256((SALT + citation_id).encode()).hexdigest()[:13], 16) / 2**52
 
 
-def select_sample(con: duckdb.DuckDBPyConnection, start: date, end: date, config: Config) -> None:
+def select_sample(con: duckdb.DuckDBPyConnection, start: date, end: date, config: SurfacePolicies) -> None:
     """Replace support_sample for [start, end) in the caller's transaction."""
     params = {"start": start, "end": end}
     with registered_policies(con, config, start, end):

@@ -24,8 +24,8 @@ import duckdb
 import polars as pl
 
 from .durable import private_dir
+from .sql import load_sql, sql_literal
 from .text_files import TEXT_SCHEMA, write_durably
-from .warehouse import load_sql, sql_literal
 
 # keeps the view's glob matching something on a warehouse with no text file yet (a day no prompt is on)
 EMPTY_FILE = "day=0001-01-01/_empty.parquet"

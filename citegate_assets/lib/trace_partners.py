@@ -17,14 +17,16 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .adapters import HEAD_BYTES, Partner, Partners, detect, read_head
-from .config import Config
+from .ingest_settings import IngestSettings
 from .landing import OutsideLanding, landing_entries, open_entry
 from .lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, open_stream, read_lines
 
 BOM = b"\xef\xbb\xbf"
 
 
-def landing_partners(root: Path, config: Config, *, final: bool, now: float | None = None) -> dict[str, Partners]:
+def landing_partners(
+    root: Path, config: IngestSettings, *, final: bool, now: float | None = None
+) -> dict[str, Partners]:
     """format -> the partners of the folder's files of that format (only formats whose adapter joins)."""
     now = time.time() if now is None else now
     found: dict[str, list[Partner]] = {}
@@ -67,7 +69,7 @@ class _TooLarge(Exception):
     pass
 
 
-def _lines(fh: BinaryIO, compressed: bool, config: Config) -> Iterator[Line]:
+def _lines(fh: BinaryIO, compressed: bool, config: IngestSettings) -> Iterator[Line]:
     fh.seek(0)
     return read_lines(
         open_stream(fh, compressed),
@@ -78,7 +80,7 @@ def _lines(fh: BinaryIO, compressed: bool, config: Config) -> Iterator[Line]:
     )
 
 
-def _whole(fh: BinaryIO, compressed: bool, config: Config) -> list[Line]:
+def _whole(fh: BinaryIO, compressed: bool, config: IngestSettings) -> list[Line]:
     """Every line, as a trace file is read: whole, up to [adapters].max_file_bytes."""
     lines: list[Line] = []
     total = 0

@@ -23,14 +23,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from citegate_assets.lib.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
-from citegate_assets.lib.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
-from citegate_assets.lib.label_log import LOG_NAME as LABEL_LOG
-from citegate_assets.lib.label_log import LabelError, append_label, labeller_agreement, make_line, replay
 from citegate_assets.lib.metrics import HEADLINE
-from citegate_assets.lib.own_labels import checked_size, line_for, next_pair, progress, undo_line
 from citegate_assets.lib.reviews import CAUSES, ReviewError, append_review, make_review
 from citegate_assets.lib.settings import Settings
 from citegate_assets.lib.warehouse import query
@@ -50,6 +44,8 @@ from citegate_assets.review_web.auth import (
     secret_path,
 )
 from citegate_assets.review_web.entry import cut_pieces, passage_pieces, passage_source, prompt_pieces
+from citegate_assets.review_web.headers import LOOPBACK_NAMES, SecurityHeaders
+from citegate_assets.review_web.label_tab import LabelTab
 from citegate_assets.review_web.queries import (
     PAGE_SIZE,
     STATUSES,
@@ -70,20 +66,8 @@ from citegate_assets.review_web.queries import (
     queue_page,
 )
 from citegate_assets.review_web.server import BodyLimit, ServerLimits
-from citegate_assets.review_web.sessions import SessionStore, SignedIn
+from citegate_assets.review_web.sessions import SessionStore, Visitor
 
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
-    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cache-control", b"no-store"),
-]
-LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
 TRACE_ROWS = 100
 ACCESS_PARAM = "token"  # local mode: ?token=ACCESS_TOKEN admits a browser, then leaves the URL
 STRANGER = (
@@ -104,54 +88,7 @@ class ServeOptions:
     limits: ServerLimits = field(default_factory=ServerLimits)
 
 
-class SecurityHeaders:
-    """Adds the CSP and friends to every response; in local mode refuses a Host that is not this machine (a
-    DNS-rebinding page would otherwise reach the local server under its own name)."""
-
-    def __init__(self, app: ASGIApp, allowed_hosts: set[str] | None) -> None:
-        self.app = app
-        self.allowed_hosts = allowed_hosts
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if self.allowed_hosts is not None:
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
-            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-            if name not in self.allowed_hosts:
-                text = (
-                    f"unexpected Host {host!r}: with --auth local the review page answers to this machine's names "
-                    "only; for a team, run it with --auth proxy or --auth tokens\n"
-                )
-                response = Response(text, status_code=400, media_type="text/plain")
-                await _with_headers(response)(scope, receive, send)
-                return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + SECURITY_HEADERS
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
-
-
-def _with_headers(response: Response) -> Response:
-    for name, value in SECURITY_HEADERS:
-        response.headers[name.decode()] = value.decode()
-    return response
-
-
-@dataclass
-class Visitor:
-    session: Session
-    reviewer: str | None
-    new_cookie: bool
-    signed_in: SignedIn | None = None  # the server's record of the session, while it is alive
-
-
-class ReviewApp:
+class ReviewApp(LabelTab):
     """The pages. The GET handlers are plain functions, so Starlette runs them in its thread pool: a DuckDB query
     never blocks the event loop, and several reviewers are served at once."""
 
@@ -598,95 +535,6 @@ class ReviewApp:
             else "/trace?" + urlencode([*base, ("offset", str(max(0, offset - TRACE_ROWS)))]),
             next_href="/trace?" + urlencode([*base, ("offset", str(offset + TRACE_ROWS))]) if more else None,
         )
-
-    def label_page(self, request: Request) -> Response:
-        """The next pair of the sample for this labeller, blind: the passage as it reached the prompt and the claim,
-        nothing else (no verdict, answer, question, other chunk, surface or citation id); progress per surface."""
-        visitor = self.visitor(request)
-        if (early := self.needs_reviewer(request, visitor)) is not None:
-            return early
-        params = request.query_params
-        return self.show_label(request, visitor, params.get("seed"), params.get("size"), params.get("pair"))
-
-    def show_label(
-        self,
-        request: Request,
-        visitor: Visitor,
-        seed_text: str | None,
-        size_text: str | None,
-        first: str | None = None,
-        *,
-        status: int = 200,
-        nothing_to_undo: bool = False,
-    ) -> Response:
-        labeller = visitor.reviewer or ""
-        try:
-            seed, size = checked_size(seed_text or DEFAULT_LABEL_SEED, size_text or DEFAULT_LABEL_SIZE)
-            folder = self.labels_folder()
-            sample = self.samples.sample(self.warehouse, seed, size)
-        except ValueError as exc:
-            return self.error(request, visitor, 400, str(exc))
-        except NotPublished as exc:
-            return self.error(request, visitor, 503, str(exc))
-        standing = replay(self.labels.lines())
-        said = [(line.labeller, line.pair_key, line.label) for line in standing.labels()]
-        return self.render(
-            request,
-            visitor,
-            "label.html",
-            status=status,
-            gate_line=None,  # blind: not even which judge ran
-            pair=next_pair(sample, standing, labeller, first),
-            progress=progress(sample, standing, labeller),
-            agreement=labeller_agreement(said),
-            seed=seed,
-            size=size,
-            labels_file=str(folder / LABEL_LOG),
-            nothing_to_undo=nothing_to_undo,
-        )
-
-    def labels_folder(self) -> Path:
-        folder = self.settings.labels
-        if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"{folder}: a file; own labels are appended to {LABEL_LOG} in a labels folder: start citegate serve "
-                "with --labels naming a folder"
-            )
-        return folder
-
-    async def label(self, request: Request) -> Response:
-        """One key press: a label (yes, partial, no), a skip, or an undo of this labeller's last one, appended to the
-        labels folder's own-labels.jsonl. The pair is looked up in the sample by its key: the form carries no text."""
-        visitor = self.visitor(request)
-        if visitor.reviewer is None:
-            return self.error(request, visitor, 403, "refused: no labeller signed in")
-        fields = await self.form(request, visitor)
-        if isinstance(fields, Response):
-            return fields
-        action = fields.get("action", "")
-        seed_text, size_text = fields.get("seed"), fields.get("size")
-        try:
-            seed, size = checked_size(seed_text or DEFAULT_LABEL_SEED, size_text or DEFAULT_LABEL_SIZE)
-            folder = self.labels_folder()
-            sample = self.samples.sample(self.warehouse, seed, size)
-            first = None
-            if action == "undo":
-                last = replay(self.labels.lines()).last_of(visitor.reviewer)
-                if last is None:
-                    return self.show_label(request, visitor, seed_text, size_text, status=409, nothing_to_undo=True)
-                append_label(folder, make_line(**undo_line(last, visitor.reviewer)))
-                first = last.pair_key
-            else:
-                pair = sample.by_key.get(fields.get("pair", ""))
-                if pair is None:
-                    raise LabelError("the form names no pair of this sample: nothing was written")
-                append_label(folder, make_line(**line_for(pair, sample, action, visitor.reviewer)))
-        except (LabelError, ValueError) as exc:
-            return self.error(request, visitor, 400, f"not recorded: {exc}")
-        except NotPublished as exc:
-            return self.error(request, visitor, 503, str(exc))
-        query_items = [("seed", str(seed)), ("size", str(size))] + ([("pair", first)] if first else [])
-        return RedirectResponse("/label?" + urlencode(query_items), status_code=303)
 
 
 class _Fields:

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from citegate_assets.review_web.auth import Session
+
 MAX_SESSIONS = 10_000
 
 
@@ -97,3 +99,13 @@ class SessionStore:
 
 def _key(sid: str) -> str:
     return hashlib.sha256(sid.encode()).hexdigest()
+
+
+@dataclass
+class Visitor:
+    """Who is asking: the request's session, its reviewer once signed in, and whether the response sets a cookie."""
+
+    session: Session
+    reviewer: str | None
+    new_cookie: bool
+    signed_in: SignedIn | None = None  # the server's record of the session, while it is alive

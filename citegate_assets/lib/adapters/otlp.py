@@ -51,19 +51,13 @@ rules: hex `traceId`/`spanId`, lowerCamelCase keys, integer enums, int64 as deci
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from dataclasses import dataclass
 from typing import Any
 
 from .base import (
     CONTENT_NOT_CAPTURED,
     CONTENT_REDACTED,
-    CONTENT_TRUNCATED,
-    EMPTY_LINE,
-    INVALID_JSON,
-    INVALID_UTF8,
     NOT_OF_FORMAT,
     RECORD_TOO_LARGE,
     RETRIEVAL_NOT_PAIRED,
@@ -74,93 +68,42 @@ from .base import (
     Partners,
     WaitForPartner,
 )
+from .otlp_content import (
+    _check_redaction,
+    _citations,
+    _documents,
+    _from_attributes,
+    _from_events,
+    _message_texts,
+    _rfc3339,
+    _surface,
+    _texts_from_prompt,
+)
+from .otlp_spans import (
+    CHOICE_EVENT,
+    DETAILS_EVENT,
+    INPUT_MESSAGES,
+    MESSAGE_EVENTS,
+    REDACTED_PLACEHOLDER,
+    STATUS_ERROR,
+    SYSTEM_INSTRUCTIONS,
+    _Event,
+    _File,
+    _get,
+    _read_file,
+    _SpanRow,
+    _Unusable,
+)
 from .traces import (
     LLM,
     MAX_ANCESTOR_STEPS,
-    OTHER,
     RETRIEVER,
     ChunkIdentity,
     RecordBudget,
-    Span,
     SpanTree,
     bounded_chunks,
     part_text,
-    surface_key_of,
 )
-
-INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-RETRIEVAL_OPERATION = "retrieval"
-INPUT_MESSAGES = "gen_ai.input.messages"
-OUTPUT_MESSAGES = "gen_ai.output.messages"
-SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
-RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
-CONTENT_KEYS = frozenset({INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, RETRIEVAL_DOCUMENTS})
-# the collector's redaction processor (summary: debug) lists the keys it masked / removed, comma-separated
-REDACTION_SUMMARY_KEYS = ("redaction.masked.keys", "redaction.redacted.keys")
-REDACTED_PLACEHOLDER = "__REDACTED__"  # OpenInference's placeholder, seen when such spans reach a collector
-# the older per-message events (log records named so), in input order; gen_ai.choice is the output
-MESSAGE_EVENTS = {
-    "gen_ai.system.message": "system",
-    "gen_ai.user.message": "user",
-    "gen_ai.assistant.message": "assistant",
-    "gen_ai.tool.message": "tool",
-}
-CHOICE_EVENT = "gen_ai.choice"
-# current conventions, content in events only (capture mode event_only): one event with the content attributes
-DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-STATUS_ERROR = 2
-_HEX_TRACE = re.compile(r"[0-9a-fA-F]{32}")
-_HEX_SPAN = re.compile(r"[0-9a-fA-F]{16}")
-_INT = re.compile(r"-?\d+")
-
-
-class _Bad(ValueError):
-    """A piece of a line (a span, a log record, a list) that is not OTLP/JSON; the message names the field."""
-
-
-class _Unusable(Exception):
-    """A call that cannot be converted: (reason, detail)."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
-
-
-@dataclass(frozen=True)
-class _Broken:
-    """An attribute (or a resource) whose value could not be read: a call that needs it is rejected, by where."""
-
-    where: str
-    why: str
-
-    def __repr__(self) -> str:
-        return f"<unreadable: {self.why}>"
-
-
-@dataclass
-class _SpanRow:
-    line_no: int
-    order: int  # position in the file, for source order within a line
-    span: Span
-    attributes: dict[str, Any]
-    resource: dict[str, Any] | _Broken
-    status_code: int
-    name: str
-
-
-@dataclass
-class _Event:
-    name: str
-    body: Any
-    time: int
-    order: int
-    line_no: int
-    file: str | None = None  # another file of the landing folder (a logs file of its own); None: the call's file
-
-    def same(self) -> tuple:
-        """What tells one event from another: the same record read from two copies of a file is one event."""
-        return (self.name, self.time, json.dumps(self.body, sort_keys=True, default=repr))
 
 
 @dataclass
@@ -172,31 +115,6 @@ class OtlpPartner:
     broken_events: dict[tuple[str, str], str]
     calls: frozenset[tuple[str, str]]
     holds_logs: bool
-
-
-@dataclass
-class _BrokenSpan:
-    """A span that could not be read: a reject of its own; a call of its trace cannot be paired for sure."""
-
-    line_no: int
-    order: int
-    where: str
-    why: str
-    trace_id: str | None
-    span_id: str | None
-    is_call: bool  # its gen_ai.operation.name says it is a model call
-    part: str
-
-
-@dataclass
-class _File:
-    spans: list[_SpanRow] = field(default_factory=list)
-    events: dict[tuple[str, str], list[_Event]] = field(default_factory=dict)
-    broken_events: dict[tuple[str, str], str] = field(default_factory=dict)  # (trace, span) -> why
-    broken_spans: list[_BrokenSpan] = field(default_factory=list)
-    line_rejects: list[LineReject] = field(default_factory=list)
-    source_bytes: int = 0
-    holds_logs: bool = False  # a line of log records (an ExportLogsServiceRequest)
 
 
 class OtlpAdapter:
@@ -279,15 +197,6 @@ class OtlpAdapter:
             yield item
 
 
-def _read_file(lines: Iterable[tuple[int, bytes]]) -> _File:
-    f = _File()
-    order = 0
-    for line_no, raw in lines:
-        f.source_bytes += len(raw)
-        order = _read_line(f, line_no, raw, order)
-    return f
-
-
 def _join_events(f: _File, calls: set[tuple[str, str]], name: str, other: OtlpPartner) -> None:
     """The events (and unreadable events) another file holds for this file's calls, each once."""
     for key in calls & other.events.keys():
@@ -313,331 +222,6 @@ def _has_content(row: _SpanRow, events: list[_Event]) -> bool:
 # A line is read piece by piece: a span or log record that is not OTLP/JSON is a reject of its own (with its own
 # JSON as the reject row's part), and every other span of the line is still read; only a line that is no JSON
 # object of the format at all is a whole-line reject.
-
-
-def _read_line(f: _File, line_no: int, raw: bytes, order: int) -> int:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        f.line_rejects.append(LineReject(line_no, INVALID_UTF8, f"not UTF-8 at byte {exc.start}"))
-        return order
-    if not text.strip():
-        f.line_rejects.append(LineReject(line_no, EMPTY_LINE, "blank line"))
-        return order
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        f.line_rejects.append(LineReject(line_no, INVALID_JSON, str(exc)[:200]))
-        return order
-    if not isinstance(obj, dict):
-        what = f"line holds a JSON {type(obj).__name__}, not an ExportTraceServiceRequest object"
-        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, what))
-        return order
-    if "resourceSpans" not in obj and "resourceLogs" not in obj:
-        what = "no 'resourceSpans' (ExportTraceServiceRequest) or 'resourceLogs' (ExportLogsServiceRequest)"
-        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, what))
-        return order
-    for top, scopes_key, items_key in (
-        ("resourceSpans", "scopeSpans", "spans"),
-        ("resourceLogs", "scopeLogs", "logRecords"),
-    ):
-        if top == "resourceLogs" and top in obj:
-            f.holds_logs = True
-        for where, value, resource in _items(f, line_no, obj, top, scopes_key, items_key):
-            order += 1
-            if top == "resourceSpans":
-                _read_span(f, value, where, line_no, order, resource)
-            else:
-                _read_log_record(f, value, where, line_no, order)
-    return order
-
-
-def _items(
-    f: _File, line_no: int, obj: dict, top: str, scopes_key: str, items_key: str
-) -> Iterator[tuple[str, Any, Any]]:
-    """(where, span or log record, its resource's attributes) of a line; a list or object that is not what
-    OTLP/JSON puts there is a piece reject, and the pieces beside it are still read."""
-
-    def bad(where: str, value: Any, what: str) -> None:
-        why = f"line {line_no}: {where} is {_kind(value)}, not {what}"
-        f.line_rejects.append(LineReject(line_no, NOT_OF_FORMAT, why, part=part_text({"line": line_no, where: value})))
-
-    resources = obj.get(top)
-    if resources is None:
-        return
-    if not isinstance(resources, list):
-        bad(top, resources, "a list")
-        return
-    for ri, rs in enumerate(resources):
-        where = f"{top}[{ri}]"
-        if not isinstance(rs, dict):
-            bad(where, rs, "an object")
-            continue
-        resource = _resource(rs, where)
-        scopes = rs.get(scopes_key)
-        if scopes is None:
-            continue
-        if not isinstance(scopes, list):
-            bad(f"{where}.{scopes_key}", scopes, "a list")
-            continue
-        for si, ss in enumerate(scopes):
-            scope_where = f"{where}.{scopes_key}[{si}]"
-            if not isinstance(ss, dict):
-                bad(scope_where, ss, "an object")
-                continue
-            items = ss.get(items_key)
-            if items is None:
-                continue
-            if not isinstance(items, list):
-                bad(f"{scope_where}.{items_key}", items, "a list")
-                continue
-            for pi, item in enumerate(items):
-                yield f"{scope_where}.{items_key}[{pi}]", item, resource
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else f"a JSON {type(value).__name__}"
-
-
-def _resource(rs: dict, where: str) -> dict[str, Any] | _Broken:
-    """A resource's attributes; unreadable ones are _Broken values, an unreadable resource one _Broken."""
-    try:
-        return _attributes(_obj(rs, "resource", where), f"{where}.resource")
-    except (_Bad, RecursionError) as exc:
-        return _Broken(f"{where}.resource", str(exc)[:200])
-
-
-def _read_span(f: _File, sp: Any, where: str, line_no: int, order: int, resource: Any) -> None:
-    try:
-        f.spans.append(_span(sp, where, line_no, order, resource))
-    except Exception as exc:  # noqa: BLE001 — whatever is wrong with one span, it is that span's reject
-        why = str(exc) if isinstance(exc, _Bad) else f"{where}: {type(exc).__name__}: {exc}"
-        trace_id, span_id, is_call = _identity(sp)
-        f.broken_spans.append(
-            _BrokenSpan(
-                line_no,
-                order,
-                where,
-                f"line {line_no}: {why}"[:500],
-                trace_id,
-                span_id,
-                is_call,
-                part_text({"line": line_no, "span": sp}),
-            )
-        )
-
-
-def _identity(sp: Any) -> tuple[str | None, str | None, bool]:
-    """What can still be read of a broken span: its ids (when hex), and whether it says it is a model call."""
-    if not isinstance(sp, dict):
-        return None, None, False
-    ids = []
-    for key, pattern in (("traceId", _HEX_TRACE), ("spanId", _HEX_SPAN)):
-        value = sp.get(key)
-        ok = isinstance(value, str) and pattern.fullmatch(value) and set(value) != {"0"}
-        ids.append(value.lower() if ok and isinstance(value, str) else None)
-    is_call = False
-    attributes = sp.get("attributes")
-    if isinstance(attributes, list):
-        for kv in attributes:
-            if isinstance(kv, dict) and kv.get("key") == "gen_ai.operation.name":
-                value = kv.get("value")
-                is_call = isinstance(value, dict) and value.get("stringValue") in INFERENCE_OPERATIONS
-    return ids[0], ids[1], is_call
-
-
-def _read_log_record(f: _File, lr: Any, where: str, line_no: int, order: int) -> None:
-    try:
-        keyed = _log_event(lr, where, order, line_no)
-    except Exception as exc:  # noqa: BLE001 — one log record's fault is its own
-        why = str(exc) if isinstance(exc, _Bad) else f"{where}: {type(exc).__name__}: {exc}"
-        why = f"line {line_no}: {why}"[:500]
-        trace_id, span_id, _ = _identity(lr)
-        if trace_id and span_id:  # an event of that call, unreadable: the call cannot be rebuilt whole
-            f.broken_events.setdefault((trace_id, span_id), why)
-        f.line_rejects.append(
-            LineReject(line_no, NOT_OF_FORMAT, why, part=part_text({"line": line_no, "logRecord": lr}))
-        )
-        return
-    if keyed is not None:
-        key, event = keyed
-        f.events.setdefault(key, []).append(event)
-
-
-def _obj(parent: dict, key: str, where: str) -> dict:
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _Bad(f"{_join(where, key)} is not an object")
-    return value
-
-
-def _list(parent: Any, key: str, where: str) -> list:
-    if not isinstance(parent, dict):
-        raise _Bad(f"{where} is not an object")
-    value = parent.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _Bad(f"{_join(where, key)} is not a list")
-    return value
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _hex_id(obj: dict, key: str, where: str, pattern: re.Pattern[str], required: bool) -> str | None:
-    value = obj.get(key)
-    if value in (None, "") and not required:
-        return None
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise _Bad(
-            f"{where}.{key} is {_quote(value)}, not {pattern.pattern[-3:-1]} hex digits "
-            "(OTLP/JSON writes ids as hex; protobuf's own JSON mapping would give base64)"
-        )
-    if set(value) == {"0"}:
-        if required:
-            raise _Bad(f"{where}.{key} is all zeros (an invalid id)")
-        return None
-    return value.lower()
-
-
-def _quote(value: Any) -> str:
-    """A value as a detail quotes it: short, never raising."""
-    try:
-        return json.dumps(value)[:60]
-    except (TypeError, ValueError, RecursionError):
-        return type(value).__name__
-
-
-def _nanos(obj: dict, key: str, where: str, required: bool) -> int | None:
-    value = obj.get(key)
-    if value is None or value == "0" or value == 0:
-        if required:
-            raise _Bad(f"{where}.{key} is missing")
-        return None
-    if isinstance(value, bool) or not ((isinstance(value, int)) or (isinstance(value, str) and _INT.fullmatch(value))):
-        raise _Bad(f"{where}.{key} is {_quote(value)}, not an int64 (a decimal string in OTLP/JSON)")
-    return int(value)
-
-
-def _span(sp: Any, where: str, line_no: int, order: int, resource: dict[str, Any] | _Broken) -> _SpanRow:
-    if not isinstance(sp, dict):
-        raise _Bad(f"{where} is not an object")
-    trace_id = _hex_id(sp, "traceId", where, _HEX_TRACE, True)
-    span_id = _hex_id(sp, "spanId", where, _HEX_SPAN, True)
-    parent_id = _hex_id(sp, "parentSpanId", where, _HEX_SPAN, False)
-    start = _nanos(sp, "startTimeUnixNano", where, True)
-    end = _nanos(sp, "endTimeUnixNano", where, False)
-    attributes = _attributes(sp, where)
-    status = _obj(sp, "status", where)
-    code = status.get("code", 0)
-    if isinstance(code, bool) or not isinstance(code, int):
-        raise _Bad(f"{where}.status.code is {_quote(code)}, not an integer enum")
-    assert trace_id is not None and span_id is not None and start is not None
-    op = attributes.get("gen_ai.operation.name")
-    if isinstance(op, _Broken):  # which kind of span this is cannot be told
-        raise _Bad(f"{op.where}: {op.why}")
-    kind = LLM if op in INFERENCE_OPERATIONS else RETRIEVER if op == RETRIEVAL_OPERATION else OTHER
-    name = sp.get("name")
-    return _SpanRow(
-        line_no=line_no,
-        order=order,
-        span=Span(trace_id, span_id, parent_id, start, end, kind),
-        attributes=attributes,
-        resource=resource,
-        status_code=code,
-        name=name if isinstance(name, str) else "",
-    )
-
-
-def _log_event(lr: Any, where: str, order: int, line_no: int) -> tuple[tuple[str, str], _Event] | None:
-    """A log record that is a GenAI event on a span, keyed by (traceId, spanId); None for any other record."""
-    if not isinstance(lr, dict):
-        raise _Bad(f"{where} is not an object")
-    attributes = _attributes(lr, where)
-    name = lr.get("eventName") or attributes.get("event.name")  # eventName: OTLP 1.5+; event.name before
-    if name is not None and not isinstance(name, str):
-        raise _Bad(f"{where}: its event name is {_quote(name)}, not a string")
-    if not isinstance(name, str) or not (name in MESSAGE_EVENTS or name in (CHOICE_EVENT, DETAILS_EVENT)):
-        return None
-    trace_id = _hex_id(lr, "traceId", where, _HEX_TRACE, False)
-    span_id = _hex_id(lr, "spanId", where, _HEX_SPAN, False)
-    if trace_id is None or span_id is None:
-        return None  # an event outside any span belongs to no call
-    body = _any_value(lr["body"], f"{where}.body") if lr.get("body") is not None else None
-    if name == DETAILS_EVENT:
-        body = attributes  # its content is in its attributes, structured
-    time = _nanos(lr, "timeUnixNano", where, False) or _nanos(lr, "observedTimeUnixNano", where, False) or 0
-    return (trace_id, span_id), _Event(name, body, time, order, line_no)
-
-
-def _attributes(obj: dict, where: str) -> dict[str, Any]:
-    """key -> value; a value that cannot be read is a _Broken (only a call that needs it fails); a list entry
-    with no readable key fails the span (which attribute it was cannot be told)."""
-    out: dict[str, Any] = {}
-    for i, kv in enumerate(_list(obj, "attributes", where)):
-        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-            raise _Bad(f"{where}.attributes[{i}] is not a {{key, value}} object")
-        if kv["key"] in out:
-            continue
-        at = f"{where}.attributes[{i}].value"
-        try:
-            out[kv["key"]] = _any_value(kv.get("value") or {}, at)
-        except _Bad as exc:
-            out[kv["key"]] = _Broken(at, str(exc))
-        except RecursionError:
-            out[kv["key"]] = _Broken(at, f"{at} nests too deeply")
-    return out
-
-
-def _any_value(value: Any, where: str) -> Any:
-    if not isinstance(value, dict):
-        raise _Bad(f"{where} is not an AnyValue object")
-    if not value:
-        return None
-    if len(value) != 1:
-        raise _Bad(f"{where} has several value fields: {', '.join(sorted(map(str, value)))[:80]}")
-    key, v = next(iter(value.items()))
-    if key in ("stringValue", "bytesValue"):  # bytes stay base64 text: they are never message content
-        if not isinstance(v, str):
-            raise _Bad(f"{where}.{key} is not a string")
-        return v
-    if key == "boolValue":
-        if not isinstance(v, bool):
-            raise _Bad(f"{where}.boolValue is not a boolean")
-        return v
-    if key == "intValue":
-        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, str) and _INT.fullmatch(v))):
-            raise _Bad(f"{where}.intValue is not an int64")
-        return int(v)
-    if key == "doubleValue":
-        if isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity"):
-            return float(v)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise _Bad(f"{where}.doubleValue is not a number")
-        return float(v)
-    if key == "arrayValue":
-        items = _list(v, "values", f"{where}.arrayValue")
-        return [_any_value(x, f"{where}.arrayValue.values[{i}]") for i, x in enumerate(items)]
-    if key == "kvlistValue":
-        out: dict[str, Any] = {}
-        for i, kv in enumerate(_list(v, "values", f"{where}.kvlistValue")):
-            if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-                raise _Bad(f"{where}.kvlistValue.values[{i}] is not a {{key, value}} object")
-            out.setdefault(kv["key"], _any_value(kv.get("value") or {}, f"{where}.kvlistValue.values[{i}].value"))
-        return out
-    raise _Bad(f"{where} has an unknown value field {key!r}")
-
-
-def _get(attributes: dict[str, Any], key: str, where: str) -> Any:
-    """An attribute the call needs; one that could not be read rejects the call, naming it."""
-    value = attributes.get(key)
-    if isinstance(value, _Broken):
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} cannot be read ({value.why})")
-    return value
 
 
 # --- one call -------------------------------------------------------------------------------------------------
@@ -872,245 +456,7 @@ def _part(row: _SpanRow, events: list[_Event], paired: list[_SpanRow]) -> str:
     )
 
 
-def _check_redaction(attributes: dict[str, Any], where: str, keys: frozenset[str] = CONTENT_KEYS) -> None:
-    for summary in REDACTION_SUMMARY_KEYS:
-        value = _get(attributes, summary, where)  # unreadable: whether content was masked cannot be told
-        if isinstance(value, str):
-            hit = sorted({k.strip() for k in value.split(",")} & keys)
-            if hit:
-                raise _Unusable(
-                    CONTENT_REDACTED,
-                    f"{where}: the collector's redaction processor changed {', '.join(hit)} ({summary})",
-                )
-
-
-def _parse_content(value: Any, key: str, where: str) -> Any:
-    """A content attribute: structured (an arrayValue) or a JSON string; a JSON string cut short is truncated."""
-    if isinstance(value, _Broken):
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} cannot be read ({value.why})")
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except (ValueError, RecursionError) as exc:
-        # the first error is the end of the text (an unterminated string is one too): all before it was valid JSON
-        if isinstance(exc, json.JSONDecodeError) and (
-            exc.msg.startswith("Unterminated string") or exc.pos >= len(value.rstrip())
-        ):
-            raise _Unusable(
-                CONTENT_TRUNCATED,
-                f"{where}: {key} ends mid-JSON after {len(value)} characters (cut by an attribute length limit)",
-            ) from None
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} is not JSON: {str(exc)[:120]}") from None
-
-
-def _from_attributes(attrs: dict[str, Any], where: str) -> tuple[list[dict], str | None]:
-    messages: list[dict] = []
-    system = _parse_content(attrs.get(SYSTEM_INSTRUCTIONS), SYSTEM_INSTRUCTIONS, where)
-    if system is not None:
-        if not isinstance(system, list):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}: {SYSTEM_INSTRUCTIONS} is not a list of parts")
-        messages.append({"role": "system", "content": _parts_content(system, f"{where}: {SYSTEM_INSTRUCTIONS}")})
-    inputs = _parse_content(attrs.get(INPUT_MESSAGES), INPUT_MESSAGES, where)
-    for i, m in enumerate(_message_list(inputs, INPUT_MESSAGES, where)):
-        messages.append({"role": m["role"], "content": _parts_content(m["parts"], f"{where}: {INPUT_MESSAGES}[{i}]")})
-    outputs = _parse_content(attrs.get(OUTPUT_MESSAGES), OUTPUT_MESSAGES, where)
-    answer = None
-    for i, m in enumerate(_message_list(outputs, OUTPUT_MESSAGES, where)):
-        content = _parts_content(m["parts"], f"{where}: {OUTPUT_MESSAGES}[{i}]")
-        answer = content if isinstance(content, str) else "".join(p["text"] for p in content)
-        break  # the first choice is the answer
-    return messages, answer
-
-
-def _message_list(value: Any, key: str, where: str) -> list[dict]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: {key} is not a list of messages")
-    for i, m in enumerate(value):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("parts"), list):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}: {key}[{i}] is not a {{role, parts}} message")
-    return value
-
-
-def _parts_content(parts: list, where: str) -> str | list[dict]:
-    """GenAI parts → OpenAI chat content: one text part → a string, several → text parts; text is `text`
-    parts' `content` and a `tool_call_response`'s `response`; tool calls, blobs, uris, files are left out."""
-    texts: list[str] = []
-    for i, p in enumerate(parts):
-        if not isinstance(p, dict):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}.parts[{i}] is not an object")
-        if p.get("type") == "text" and isinstance(p.get("content"), str):
-            texts.append(p["content"])
-        elif p.get("type") == "tool_call_response" and p.get("response") is not None:
-            r = p["response"]
-            texts.append(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False))
-    if len(texts) == 1:
-        return texts[0]
-    return [{"type": "text", "text": t} for t in texts]
-
-
-def _from_events(events: list[_Event], where: str) -> tuple[list[dict], str | None]:
-    messages: list[dict] = []
-    answer = None
-    for ev in events:
-        body = ev.body if isinstance(ev.body, dict) else {}
-        if ev.name in MESSAGE_EVENTS:
-            content = body.get("content")
-            if content is None:
-                continue  # capture off: the event carries the role only
-            if not isinstance(content, (str, list)):
-                raise _Unusable(NOT_OF_FORMAT, f"{where}: {ev.name} event content is not text or a part list")
-            messages.append({"role": MESSAGE_EVENTS[ev.name], "content": content})
-        elif ev.name == CHOICE_EVENT and answer is None and body.get("index", 0) == 0:
-            message = body.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, str):
-                answer = content
-    return messages, answer
-
-
-def _message_texts(m: dict) -> list[str]:
-    c = m.get("content")
-    if isinstance(c, str):
-        return [c] if c else []
-    if isinstance(c, list):
-        return [p["text"] for p in c if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"]]
-    return []
-
-
-def _surface(row: _SpanRow, ancestors: Iterable[_SpanRow], settings: AdapterSettings) -> str:
-    """The span's own `surface_key` attribute (or `<namespace>.surface_key`), else the nearest ancestor span's that
-    has one (an app sets it on the request's root span), else the resource's, else a service.name of the app's,
-    else default_surface."""
-    where = f"span {row.span.span_id}"
-    for span in (row, *ancestors):
-        key = surface_key_of(span.attributes, settings.surface_key)
-        value = _get(span.attributes, key, f"span {span.span.span_id}") if key else None
-        if isinstance(value, str) and value.strip():
-            return value
-    if isinstance(row.resource, _Broken):
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: its resource cannot be read ({row.resource.why}): no surface")
-    key = surface_key_of(row.resource, settings.surface_key)
-    value = _get(row.resource, key, where) if key else None
-    if isinstance(value, str) and value.strip():
-        return value
-    service = _get(row.resource, "service.name", where) if isinstance(row.resource, dict) else None
-    if isinstance(service, str) and service.strip() and not service.startswith("unknown_service"):
-        return service
-    return settings.default_surface
-
-
-def _rfc3339(nanos: int) -> str:
-    seconds, rest = divmod(nanos, 1_000_000_000)
-    t = datetime.fromtimestamp(seconds, tz=timezone.utc).replace(microsecond=rest // 1000)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _citations(answer: str | None, path: str) -> Any:
-    if answer is None:
-        return ""
-    try:
-        value: Any = json.loads(answer)
-    except (ValueError, RecursionError):
-        return answer
-    for step in path.split(".") if path else []:
-        if isinstance(value, dict) and step in value:
-            value = value[step]
-        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
-            value = value[int(step)]
-        else:
-            return answer
-    return value
-
-
 # --- retrieved chunks -----------------------------------------------------------------------------------------
-
-
-def _documents(r: _SpanRow, settings: AdapterSettings) -> list[tuple[ChunkIdentity, str | None]]:
-    where = f"retrieval span {r.span.span_id}"
-    _check_redaction(r.attributes, where, frozenset({RETRIEVAL_DOCUMENTS}))
-    if RETRIEVAL_DOCUMENTS not in r.attributes:
-        raise _Unusable(
-            CONTENT_NOT_CAPTURED, f"{where} has no {RETRIEVAL_DOCUMENTS}: document capture was off (it is opt-in)"
-        )
-    docs = _parse_content(r.attributes[RETRIEVAL_DOCUMENTS], RETRIEVAL_DOCUMENTS, where)
-    if not isinstance(docs, list):
-        raise _Unusable(NOT_OF_FORMAT, f"{where}: {RETRIEVAL_DOCUMENTS} is not a list")
-    out: list[tuple[ChunkIdentity, str | None]] = []
-    for i, d in enumerate(docs):
-        if not isinstance(d, dict):
-            raise _Unusable(NOT_OF_FORMAT, f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] is not an object")
-        metadata = d.get("metadata")
-        identity = ChunkIdentity.of(
-            d.get("id"), metadata.get(settings.chunk_id_key) if isinstance(metadata, dict) else None
-        )
-        if identity is None:
-            raise _Unusable(
-                NOT_OF_FORMAT,
-                f"{where}: {RETRIEVAL_DOCUMENTS}[{i}] has no string id and no metadata.{settings.chunk_id_key}",
-            )
-        text = d.get("content") if isinstance(d.get("content"), str) else d.get("text")
-        if isinstance(text, str):
-            if text.strip() == REDACTED_PLACEHOLDER:
-                raise _Unusable(
-                    CONTENT_REDACTED, f"{where}: document {identity.resolve('')[0]!r} text is {REDACTED_PLACEHOLDER}"
-                )
-            out.append((identity, text))
-        else:
-            out.append((identity, None))
-    return out
-
-
-def _texts_from_prompt(texts: list[str], wanted: list[str], all_ids: list[str]) -> dict[str, tuple[str | None, str]]:
-    """Each wanted chunk's text as the prompt shows it, found by its id: the id must open exactly one line of the
-    prompt's messages as `[ID]` or `ID:`; the text runs from there to the first blank line, the next line opened
-    that way by another retrieved id, or the end of that message, whichever comes first. (None, why) otherwise.
-    The text is what the prompt holds, so a chunk the app cut is seen cut (span_truncated cannot show).
-    One pass over the messages for all ids (a longer id wins where two could open the same line)."""
-    ids = sorted(set(all_ids), key=lambda c: (-len(c), c))
-    alternatives = "|".join(re.escape(c) for c in ids)
-    opener = re.compile(
-        r"^[ \t]*(?:\[(?P<b>" + alternatives + r")\]|(?P<c>" + alternatives + r"):)[ \t]*", re.MULTILINE
-    )
-    hits: dict[str, list[tuple[int, int]]] = {}  # id -> (text index, end of its opener)
-    openers: list[list[tuple[int, str]]] = []  # per text: (start of an opener line, its id)
-    for t, text in enumerate(texts):
-        found = []
-        for m in opener.finditer(text):
-            chunk_id = m.group("b") if m.group("b") is not None else m.group("c")
-            found.append((m.start(), chunk_id))
-            hits.setdefault(chunk_id, []).append((t, m.end()))
-        openers.append(found)
-    out: dict[str, tuple[str | None, str]] = {}
-    for chunk_id in wanted:
-        places = hits.get(chunk_id, [])
-        if len(places) != 1:
-            out[chunk_id] = (
-                None,
-                "no text in the trace, and its id opens no line of the prompt"
-                if not places
-                else f"no text in the trace, and its id opens {len(places)} lines of the prompt",
-            )
-            continue
-        t, begin = places[0]
-        text = texts[t]
-        end = len(text)
-        blank = re.compile(r"\n[ \t]*\n").search(text, begin)
-        if blank:
-            end = blank.start()
-        for at, other in openers[t]:
-            if at >= begin and other != chunk_id:
-                end = min(end, at)
-                break
-        found_text = text[begin:end].strip()
-        out[chunk_id] = (
-            (found_text, "prompt")
-            if found_text
-            else (None, "no text in the trace, and its section in the prompt is empty")
-        )
-    return out
 
 
 ADAPTER = OtlpAdapter()

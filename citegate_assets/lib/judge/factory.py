@@ -12,13 +12,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..config import JudgeConfig
 from ..processes import worker_count
 from .base import Judge
 from .heuristic import HEURISTIC_MODEL
 from .lexical import LEXICAL_MODEL
 from .screen import SCREEN_MODEL
 from .secrets import NO_KEY, url_secrets
+from .settings import JudgeConfig
 from .tiers import JudgeTiers
 
 # [judge] offline -> model name

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from ..numbers import Quantity, extract_quantities
+from ..tokens import COMPARATOR_CLASS, NEGATIONS, SKIP_WORDS, split_sentences, split_words, stem, stemmed_content
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
 
 HEURISTIC_MODEL = "citegate-heuristic-v1"
@@ -61,23 +62,6 @@ LINKS_PER_BREAK = 4  # ...with one exception allowed per this many links (reorde
 NO_COVERAGE = 0.35  # below this share of the claim's content words anywhere in the passage: "no"
 CONTRADICTION_COVERAGE = 0.75  # a negation flip or a changed number above this coverage: "no"
 
-STOPWORDS = frozenset(
-    """
-    a an the and or but nor so yet of in on at to for from by with about into onto as than then this that these
-    those it its they them their theirs there here he she his her him we our us you your i me my is are was were
-    be been being am do does did doing done have has had having will would shall should can could may might must
-    also just very too which who whom whose what when where while how why whether both either per via upon
-    again further once s t d ll re ve m o y within during through against among across around along toward
-    towards each if
-    """.split()
-)
-UNIT_WORDS = frozenset("percent usd eur gbp dollar dollars euro euros".split())  # the numeric check owns these
-NEGATIONS = frozenset(
-    """
-    not no never none nobody nothing nowhere neither nor without cannot non except unless excluding excludes
-    exclude excluded lack lacks lacking fail fails failed refuse refused deny denied
-    """.split()
-)
 # Words that open a restricting clause: "only for orders over 500 units", "except in the EU region".
 # Restrictive relative clauses and adjuncts count too: "Customers who pay annually ...", "... for
 # approved requests", "... after a 10-day grace period".
@@ -109,48 +93,7 @@ QUALIFIER_CUES = (
     "once",
     "in case",
 )
-# Words that bound a quantity, by meaning: "up to 12%" is not "12%", but "above" is ">". They are not
-# content words; the bound check compares them where they touch a number.
-COMPARATORS = {
-    ">": ("more than", "greater than", "over", "above", "exceeding", "beyond", ">"),
-    "<": ("less than", "fewer than", "under", "below", "<"),
-    "<=": ("up to", "at most", "no more than", "maximum", "max", "as much as", "as many as", "<=", "capped at"),
-    ">=": ("at least", "no less than", "minimum", "min", "starting at", "from", ">="),
-    "~": ("approximately", "about", "around", "nearly", "almost", "roughly", "some", "~"),
-    "until": ("until", "till", "through"),
-    "before": ("before", "prior to"),
-    "after": ("after",),
-}
-_COMPARATOR_CLASS = {phrase: cls for cls, phrases in COMPARATORS.items() for phrase in phrases}
-COMPARATOR_WORDS = frozenset(
-    w for phrases in COMPARATORS.values() for ph in phrases for w in ph.split() if w.isalpha()
-) - {
-    "than",
-    "to",
-    "at",
-    "as",
-    "no",
-    "much",
-    "many",
-    "prior",
-    "before",
-    "after",
-    "until",
-    "till",
-    "through",
-    "from",
-    "starting",
-    "capped",
-    "some",
-    "more",
-    "less",
-    "fewer",
-    "greater",
-    "most",
-    "least",
-}
 
-_SKIP = STOPWORDS | NEGATIONS | UNIT_WORDS | COMPARATOR_WORDS  # not content words
 
 # Modal verbs by force: "may happen" does not entail "happens", nor "can" "must". ("will" is left out:
 # policy text uses it as a plain present, "refunds will be processed within 5 days".)
@@ -180,18 +123,10 @@ NEGATION_SCOPE = 3  # content words after a negation cue that it negates
 ANCHOR_CLAIM = 1  # content words on each side of a claim quantity that name what it counts...
 ANCHOR_PASSAGE = 2  # ...at least one of which must sit this close to the same quantity in the passage
 
-_CONTRACTIONS = (
-    (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
-    (re.compile(r"\bwon't\b"), "will not"),
-    (re.compile(r"\bshan't\b"), "shall not"),
-    (re.compile(r"(\w)n't\b"), r"\1 not"),
-)
-_WORD = re.compile(r"[a-z0-9]+(?:[-'#.][a-z0-9]+)*")
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[a-z0-9]{2}[.!?])(?=[A-Z][a-z])")
 _CLAUSE_END = re.compile(r"[,;:.!?()]|\s-\s")
 _QUALIFIER = re.compile(r"\b(" + "|".join(re.escape(q) for q in QUALIFIER_CUES) + r")\b")
 _COMPARATOR = re.compile(
-    r"(?:^|(?<=\W))(" + "|".join(re.escape(c) for c in sorted(_COMPARATOR_CLASS, key=len, reverse=True)) + r")\s*$"
+    r"(?:^|(?<=\W))(" + "|".join(re.escape(c) for c in sorted(COMPARATOR_CLASS, key=len, reverse=True)) + r")\s*$"
 )
 # Discourse markers an answer puts before a claim; they are not part of what the claim asserts.
 _LEAD_IN = re.compile(
@@ -199,86 +134,6 @@ _LEAD_IN = re.compile(
     r"put simply|simply put|basically|essentially|note|in fact|indeed)\s*[:,]|(?:yes|no)\s*,)\s*",
     re.IGNORECASE,
 )
-_HAS_DIGIT = re.compile(r"\d")
-_HAS_ALPHA = re.compile(r"[a-z]")
-_IDENT_SPLIT = re.compile(r"[-.#]")
-_LETTER_DASH_DIGIT = re.compile(r"[a-z][-#]\d")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A light suffix stemmer: enough to meet plurals, tenses and -ly adverbs halfway.
-    charges/charged/charging -> charg; applies/apply -> appli; guaranteed/guarantees -> guarant."""
-    w = word
-    if len(w) <= 3 or not w.isalpha():
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("es") and len(w) > 4 and (w[-3] in "sxz" or w[-4:-2] in ("ch", "sh")):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("ied") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("eed"):
-        w = w[:-1]  # agreed -> agree, exceed -> excee (then the e's go below)
-    elif w.endswith("ed") and len(w) > 4:
-        w = w[:-2]
-    elif w.endswith("ing") and len(w) > 5:
-        w = w[:-3]
-    elif w.endswith("ly") and len(w) > 5 and w[-3] != "p":  # monthly -> month; apply, supply stay
-        w = w[:-2]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        w = w[:-1]  # shipped -> shipp -> ship
-    if len(w.rstrip("e")) >= 3:
-        w = w.rstrip("e")  # charge / charged -> charg
-    if len(w) > 3 and w.endswith("y"):
-        w = w[:-1] + "i"  # policy / policies -> polici
-    return w
-
-
-def _words(text: str) -> list[str]:
-    """Lowercased words with contractions expanded; identifiers ("nw-200", "spring25") kept whole."""
-    t = text.lower()
-    if "'" in t or "cannot" in t:
-        for pattern, repl in _CONTRACTIONS:
-            t = pattern.sub(repl, t)
-    out: list[str] = []
-    for tok in _WORD.findall(t):
-        if tok.isalpha():
-            out.append(tok)
-            continue
-        if tok.endswith("'s"):
-            tok = tok[:-2]
-        tok = tok.replace("'", "").strip(".")
-        if not tok:
-            continue
-        if _HAS_DIGIT.search(tok) and _HAS_ALPHA.search(tok):
-            parts = [p for p in _IDENT_SPLIT.split(tok) if p]
-            if any(_HAS_ALPHA.search(p) and _HAS_DIGIT.search(p) for p in parts) or _LETTER_DASH_DIGIT.search(tok):
-                out.append(tok)  # an identifier: nw-200, aes-256, spring25, kb-0042#c3
-            else:
-                out.extend(parts)  # "24-month" -> "24", "month"
-            continue
-        out.extend(p for p in tok.split("-") if p)
-    return out
-
-
-def _content(words: list[str]) -> list[str]:
-    """Stemmed content words in order: no stopwords, negation cues, unit words or bare numbers."""
-    out = []
-    for w in words:
-        if w in _SKIP or w.replace(".", "").isdigit():
-            continue
-        out.append(_stem(w))
-    return out
-
-
-def _sentences(text: str) -> list[str]:
-    parts = [s for s in _SENTENCE.split(text) if s and s.strip()]
-    return parts or [text]
 
 
 class Passage:
@@ -297,9 +152,9 @@ class Passage:
     )
 
     def __init__(self, text: str):
-        self.sentences = _sentences(text)
-        self.words = [_words(s) for s in self.sentences]
-        self.seqs = [_content(ws) for ws in self.words]
+        self.sentences = split_sentences(text)
+        self.words = [split_words(s) for s in self.sentences]
+        self.seqs = [stemmed_content(ws) for ws in self.words]
         self.content = [set(seq) for seq in self.seqs]
         self.all_content = set().union(*self.content) if self.content else set()
         self.negated = [any(w in NEGATIONS for w in ws) for ws in self.words]
@@ -365,7 +220,7 @@ def _dropped_scope(main_text: str, claim_content: set[str]) -> bool:
     """A named scope in the main sentence ("on the Enterprise plan", "in the EU region", "for Gold
     partners") that the claim leaves out: the claim generalises what the passage restricts."""
     for m in _SCOPE.finditer(main_text):
-        names = [w for w in _content(_words(m.group(1)))]
+        names = [w for w in stemmed_content(split_words(m.group(1)))]
         if names and not any(w in claim_content for w in names):
             return True
     return False
@@ -389,10 +244,10 @@ def _anchored_seq(text: str) -> tuple[str | Quantity, ...]:
         pos = at + len(q.text)
     pos = 0
     for start, stop, qs in spans:
-        out.extend(_content(_words(text[pos:start])))
+        out.extend(stemmed_content(split_words(text[pos:start])))
         out.extend(qs)
         pos = stop
-    out.extend(_content(_words(text[pos:])))
+    out.extend(stemmed_content(split_words(text[pos:])))
     return tuple(out)
 
 
@@ -436,8 +291,8 @@ def _negated(words: list[str]) -> set[str]:
     for w in words:
         if w in NEGATIONS:
             left = NEGATION_SCOPE
-        elif left and w not in _SKIP and not w.replace(".", "").isdigit():
-            out.add(_stem(w))
+        elif left and w not in SKIP_WORDS and not w.replace(".", "").isdigit():
+            out.add(stem(w))
             left -= 1
     return out
 
@@ -449,13 +304,13 @@ def _negation_mismatch(claim_words: list[str], window_words: list[str]) -> bool:
     window_has = any(w in NEGATIONS for w in window_words)
     if claim_has != window_has:
         return True
-    shared = set(_content(claim_words)) & set(_content(window_words))
+    shared = set(stemmed_content(claim_words)) & set(stemmed_content(window_words))
     return (_negated(claim_words) & shared) != (_negated(window_words) & shared)
 
 
 def _contrast(window_words: list[list[str]], claim_words: list[str]) -> bool:
-    have = {_stem(w) for ws in window_words for w in ws if w in CONTRASTS}
-    return bool(have - {_stem(w) for w in claim_words})
+    have = {stem(w) for ws in window_words for w in ws if w in CONTRASTS}
+    return bool(have - {stem(w) for w in claim_words})
 
 
 def _modals(words: list[str]) -> set[str]:
@@ -475,7 +330,7 @@ def _dropped_qualifier(text: str, claim_content: set[str]) -> bool:
     for m in _QUALIFIER.finditer(t):
         rest = t[m.end() :]
         end = _CLAUSE_END.search(rest)
-        words = _content(_words(rest[: end.start()] if end else rest))[:8]
+        words = stemmed_content(split_words(rest[: end.start()] if end else rest))[:8]
         if words and (words[0] not in claim_content or sum(w in claim_content for w in words) / len(words) < 0.5):
             return True
     return False
@@ -483,7 +338,7 @@ def _dropped_qualifier(text: str, claim_content: set[str]) -> bool:
 
 def _comparator_before(text: str, start: int) -> str | None:
     m = _COMPARATOR.search(text[max(0, start - 24) : start].lower())
-    return _COMPARATOR_CLASS[m.group(1)] if m else None
+    return COMPARATOR_CLASS[m.group(1)] if m else None
 
 
 def _bound_changed(
@@ -523,20 +378,9 @@ class ClaimParts:
 def claim_parts(claim: str) -> ClaimParts:
     """A claim is judged against several passages (best evidence's candidates): read once, never changed after."""
     text = _LEAD_IN.sub("", claim, count=1)
-    words = _words(text)
-    seq = _content(words)
+    words = split_words(text)
+    seq = stemmed_content(words)
     return ClaimParts(text, words, seq, frozenset(seq), extract_quantities(text))
-
-
-def content_words(text: str) -> list[str]:
-    """The stemmed content words of a text, in order, as both offline judges compare them."""
-    return _content(_words(text))
-
-
-def anchor_terms(text: str) -> set[str]:
-    """What a claim and a sentence share when provenance anchors a span-less citation (lib/anchors.py): the stemmed
-    content words and, unlike the judges' content words, the numbers too (a shared figure is strong evidence)."""
-    return {w if w.replace(".", "").isdigit() else _stem(w) for w in _words(text) if w not in _SKIP}
 
 
 class PairSignals:

@@ -48,8 +48,9 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from importlib import resources
 
+from ..tokens import content_words
 from .base import JudgeRequest, JudgeResult, Progress, judge_in_process
-from .heuristic import claim_parts, content_words, pair_signals, read_passage
+from .heuristic import claim_parts, pair_signals, read_passage
 
 LEXICAL_MODEL = "citegate-lexical-v3"
 WEIGHTS_FILE = "lexical_weights.json"  # beside this module; written by scripts/train_judge.py
