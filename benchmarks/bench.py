@@ -234,6 +234,18 @@ def render(a, r, growth, elapsed) -> str:
             ok(statistics.median(ing2) >= 40),
         ),
         (
+            "ingest cost per core, 2 parse workers (MB of raw prompt per CPU s of every process)",
+            spread([x["prompt_mb_per_cpu_s"] for x in r["ingest_2"]]),
+            ">= 25",
+            ok(statistics.median([x["prompt_mb_per_cpu_s"] for x in r["ingest_2"]]) >= 25),
+        ),
+        (
+            "  in process, no parse workers (MB of raw prompt per CPU s)",
+            spread([x["prompt_mb_per_cpu_s"] for x in r["ingest"]]),
+            "",
+            "",
+        ),
+        (
             f"  parse alone, no writer (MB of raw prompt per CPU s; the ceiling is {os.cpu_count()}x this)",
             spread([x["prompt_mb_per_cpu_s"] for x in r["parse"]]),
             "",

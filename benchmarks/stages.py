@@ -30,12 +30,16 @@ def ingest(args: dict) -> dict:
         seconds, cpu = time.perf_counter() - t0, os.times()
         peak = peak_rss_mb()  # ingest's, before this stage's own count below reads every prompt's text
         [(prompt_bytes,)] = con.sql("select sum(strlen(prompt_raw)) from prompts").fetchall()
+    own_cpu = cpu.user + cpu.system - cpu0.user - cpu0.system
+    workers_cpu = cpu.children_user + cpu.children_system - cpu0.children_user - cpu0.children_system
     return {
         "seconds": seconds,
         # CPU seconds of this process (all its threads: the DuckDB writer's included) and of its parse workers:
         # on shared cores they are steadier than wall time
-        "cpu_s": cpu.user + cpu.system - cpu0.user - cpu0.system,
-        "workers_cpu_s": cpu.children_user + cpu.children_system - cpu0.children_user - cpu0.children_system,
+        "cpu_s": own_cpu,
+        "workers_cpu_s": workers_cpu,
+        # ingest's cost per core: raw prompt per CPU second of every process (the workers are reaped by now)
+        "prompt_mb_per_cpu_s": prompt_bytes / 1e6 / (own_cpu + workers_cpu),
         "workers": args.get("workers"),
         "records": summary.records_ingested,
         "raw_prompt_mb": prompt_bytes / 1e6,

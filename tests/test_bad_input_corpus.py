@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from citegate_assets.lib import ingest_workers
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.provenance import check_provenance
@@ -897,3 +899,33 @@ def test_all_bad_lines_including_the_crashing_kinds_in_one_file(con, landing):
     summary = ingest_landing(con, landing, CONFIG, now=NOW, final=True)
     assert summary.lines_read == len(lines) == summary.records_ingested + summary.records_rejected
     assert_ledger_balances(con, landing)
+
+
+def test_every_bad_line_gives_the_same_rows_in_process_and_in_parse_workers(tmp_path, landing, monkeypatch):
+    """Every table, row for row with every reject's detail and raw line, is the same whether the batches are parsed
+    in the ingest process or in two spawned workers (which compact their frames and run polars on one thread); and
+    no reject detail depends on the run: a python_repr prompt holding a call named the parser's node with its memory
+    address ('<ast.Call object at 0x7f…>'), so two ingests of one line differed."""
+    lines, _ = _all_in_one(LINE_CASES + BUG_LINE_CASES)
+    (landing / "all.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(ingest_workers, "SPAWN_AFTER_BYTES", 0)
+    tables = [t for t in TABLES if t != "ingested_files"] + ["request_source_lines"]
+    rows = []
+    for workers in (1, 2):
+        with connect(tmp_path / f"w{workers}.duckdb") as con:
+            ensure_schema(con)
+            summary = ingest_landing(con, landing, CONFIG, now=NOW, batch_lines=7, final=True, workers=workers)
+            assert summary.parse_workers == (workers if workers > 1 else 0)
+            rows.append({t: sorted(con.sql(f"select * from {t}").fetchall(), key=repr) for t in tables})
+            details = [d for (d,) in con.sql("select detail from ingest_rejects").fetchall()]
+            assert not [d for d in details if re.search(r"0x[0-9a-fA-F]{6,}", d or "")]
+            [(detail,)] = con.sql("select detail from ingest_rejects where request_id = 'bad-py-code'").fetchall()
+            assert detail == (
+                "python_repr prompt is not a Python string literal: ValueError: malformed node or string on line 1: "
+                "<ast.Call>"
+            )
+    assert len(rows[0]["ingest_rejects"]) == len(LINE_CASES + BUG_LINE_CASES) - sum(
+        1 for c in LINE_CASES + BUG_LINE_CASES if not c.rejects
+    )
+    for table in tables:
+        assert rows[0][table] == rows[1][table], table

@@ -58,3 +58,22 @@ def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):
     assert prompt_chars > len(chunk) and text_chars == len(chunk)
     assert stored is None  # the chunk stands verbatim in the prompt: stored once (schema 11)
     assert (truncated, in_prompt) == (False, True)
+
+
+def test_copies_of_a_line_near_max_line_bytes_are_refused_and_ingest_finishes(con, landing, config):
+    """Each copy after the first is refused (duplicate_request_id) and its reject row keeps the whole line: a later,
+    small commit's automatic checkpoint wrote those rows under the bare bound, failed, and DuckDB invalidated the
+    database (a FATAL error, every later statement refused). No batch after a long line gets less room than it."""
+    record = scenario_record("plain-list", "text", request_id="req-long")
+    line = json.dumps(record)
+    record["prompt"] += " " * (32 * 2**20 - len(line) - 1)  # the line: max_line_bytes, newline included
+    line = json.dumps(record)
+    assert len(line) + 1 == 32 * 2**20
+    copies = 6
+    small = [json.dumps(scenario_record("plain-list", "text", request_id=f"req-{i}")) for i in range(copies)]
+    (landing / "a.jsonl").write_text("".join(f"{s}\n{line}\n" for s in small))
+    summary = ingest_landing(con, landing, config)
+    assert (summary.records_ingested, summary.records_rejected) == (copies + 1, copies - 1)
+    rows = con.sql("select reason, strlen(raw_line) from ingest_rejects order by line_no").fetchall()
+    assert rows == [("duplicate_request_id", len(line))] * (copies - 1)
+    assert con.sql("select count(*) from prompts").fetchall() == [(copies + 1,)]

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import pickle
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from citegate_assets.lib import ingest_workers
 from citegate_assets.lib.config import ConfigError, parse_config
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.ingest_workers import ParsePool, resolve_workers
+from citegate_assets.lib.lines import Line
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.warehouse import connect, ensure_schema
 
@@ -329,3 +333,59 @@ def test_a_worker_that_dies_loses_nothing(tmp_path, monkeypatch):
     got, reference = _rows(tmp_path / "killed-worker.duckdb"), _rows(tmp_path / "reference.duckdb")
     for table in TABLES:
         assert got[table] == reference[table], table
+
+
+def _spawned_batch(tmp_path: Path, requests: int) -> tuple[ParsePool, list[ingest_workers.BatchLine], int]:
+    """A ParsePool with its workers started, and one batch of generated lines (8 KB prompts, judge off)."""
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=1, requests_per_day=requests, seed=5, malformed=False, prompt_kb=8)
+    [path] = [p for p in landing.iterdir() if p.suffix == ".jsonl"]
+    raw = [line for line in path.read_bytes().split(b"\n") if line]
+    lines = [ingest_workers.BatchLine(k, (path.name, k + 1), Line(k + 1, r, 0, len(r))) for k, r in enumerate(raw)]
+    config = parse_config({"surfaces": {"default": {"stakes": "off"}}}, None)
+    pool = ParsePool(config, 2, text_folder=tmp_path / "text")
+    pool.expect(ingest_workers.SPAWN_AFTER_BYTES + 1)
+    return pool, lines, sum(len(r) for r in raw)
+
+
+def test_a_workers_frames_come_back_holding_only_their_own_rows(tmp_path):
+    """A batch's frames are pickled back from a worker at about their own size. The retrieved texts the prompt holds
+    are nulled out of batch_retrievals; the column still shared the buffer of every text of the batch, and pickling
+    sent all of it back (~10x the frames), at more CPU in the workers and the ingest process than most parsing."""
+    pool, lines, nbytes = _spawned_batch(tmp_path, 120)
+    try:
+        parsed = pool.submit(lines, NOW, nbytes, True)
+        assert parsed.in_worker
+        result = parsed.result()  # unpickled here: the frames hold exactly the buffers the worker sent
+    finally:
+        pool.close()
+    retrievals = result.relations["batch_retrievals"]
+    assert retrievals.height >= 400 and retrievals["text"].null_count() > retrievals.height // 2
+    for rel, frame in result.relations.items():
+        sent = len(pickle.dumps(frame))
+        assert sent <= 2 * frame.estimated_size() + 20_000, (rel, sent, frame.estimated_size())
+    reference = ingest_workers.parse_batch(lines, pool.config, NOW, True, tmp_path / "text")
+    for rel, frame in result.relations.items():  # the same rows as parsed in this process (bar the files' names)
+        assert frame.drop("text_file", strict=False).equals(
+            reference.relations[rel].drop("text_file", strict=False), null_equal=True
+        ), rel
+
+
+def test_a_parse_worker_runs_polars_on_one_thread(tmp_path, monkeypatch):
+    """The workers are the parallelism: each runs polars on one thread, and the ingest process's environment is left
+    as it was."""
+    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    pool, lines, nbytes = _spawned_batch(tmp_path, 10)
+    try:
+        pool.submit(lines, NOW, nbytes, True).result()
+        assert pool._pool is not None
+        pids = [p.pid for p in pool._pool._processes.values()]
+        assert pids
+        for pid in pids:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert b"POLARS_MAX_THREADS=1" in environ
+            names = [(task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()]
+            assert len([n for n in names if re.fullmatch(r"polars-\d+", n)]) == 1, names  # its compute pool
+    finally:
+        pool.close()
+    assert "POLARS_MAX_THREADS" not in os.environ

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -109,13 +110,17 @@ def decode_body(prompt: str, encoding: str) -> Decoded:
     raise PromptDecodeError(f"unknown prompt_encoding {encoding!r} (expected one of {', '.join(ENCODINGS)})")
 
 
+_OBJECT_ADDRESS = re.compile(r" object at 0x[0-9a-fA-F]+>")
+
+
 def _decode_repr(prompt: str) -> str:
     # literal_eval evaluates literals only, never code: safe on untrusted logs.
     try:
         value = ast.literal_eval(prompt.strip())
     except Exception as exc:  # literal_eval raises ValueError, SyntaxError, TypeError, MemoryError, RecursionError…
+        why = _OBJECT_ADDRESS.sub(">", str(exc))  # "<ast.Call object at 0x7f…>": the same line, the same reject row
         raise PromptDecodeError(
-            f"python_repr prompt is not a Python string literal: {type(exc).__name__}: {exc}"
+            f"python_repr prompt is not a Python string literal: {type(exc).__name__}: {why}"
         ) from None
     if not isinstance(value, str):
         raise PromptDecodeError(f"python_repr prompt decodes to {type(value).__name__}, not str")

@@ -162,6 +162,9 @@ class BatchWriter:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
         self._pending: Future | None = None
         self._files = ""
+        # the longest line written this run: any later commit may checkpoint its text (a duplicate's reject row
+        # keeps the whole line), so no later batch gets less room than it did
+        self._longest = 0
         [(self._database,)] = con.sql(
             "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
         ).fetchall()
@@ -170,7 +173,8 @@ class BatchWriter:
     def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
         self.drain()
         self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
-        memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * longest_line
+        self._longest = max(self._longest, longest_line)
+        memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * self._longest
         self._pending = self._pool.submit(
             _write_batch, self._cursor, relations, ledger, memory, self._roomy, self.text_folder
         )

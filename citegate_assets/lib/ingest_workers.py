@@ -115,6 +115,25 @@ def parse_batch(
     return parsed
 
 
+def parse_batch_to_send(
+    lines: list[BatchLine], config: Config, now: datetime, store_once: bool, text_folder: Path | None
+) -> ParsedBatch:
+    """parse_batch in a worker process: its frames compacted before they are pickled back (compacted)."""
+    parsed = parse_batch(lines, config, now, store_once, text_folder)
+    parsed.relations = {rel: compacted(frame) for rel, frame in parsed.relations.items()}
+    return parsed
+
+
+def compacted(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with each text column holding only its own rows' bytes. A column filtered, joined or nulled out of
+    a larger one shares that one's buffers, and pickling a frame writes the buffers whole: a batch's retrievals,
+    with most texts nulled where the prompt holds them, pickled at ~10x their size, and the parse workers and the
+    ingest process spent more CPU on sending the frames back than on most of the parsing."""
+    texts = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    # concat_str builds each value anew (a null stays null)
+    return frame.with_columns(pl.concat_str(pl.col(name), pl.lit("")).alias(name) for name in texts) if texts else frame
+
+
 def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_once: bool) -> ParsedBatch:
     rejects: list[dict] = []
     raw_by_key: dict[int, str] = {}
@@ -237,8 +256,10 @@ class ParsePool:
             self._start()
         if self._pool is not None:
             try:
-                with _main_script_hidden():  # a worker is spawned, if at all, inside submit
-                    future = self._pool.submit(parse_batch, lines, self.config, now, store_once, self.text_folder)
+                with _main_script_hidden(), _one_polars_thread():  # a worker is spawned, if at all, inside submit
+                    future = self._pool.submit(
+                        parse_batch_to_send, lines, self.config, now, store_once, self.text_folder
+                    )
                 return Parsed(lines, self.config, now, store_once, future, self.text_folder)
             except BrokenProcessPool:
                 self._broken = True
@@ -250,6 +271,23 @@ class ParsePool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+@contextmanager
+def _one_polars_thread() -> Iterator[None]:
+    """A worker spawned here runs polars on one thread (unless the environment already sets POLARS_MAX_THREADS): the
+    workers are the parallelism, and each worker's own thread pool on the same cores cost CPU (~5 %) for no speed."""
+    if POLARS_THREADS in os.environ:
+        yield
+        return
+    os.environ[POLARS_THREADS] = "1"  # a spawned process takes the environment as it is when it starts
+    try:
+        yield
+    finally:
+        os.environ.pop(POLARS_THREADS, None)
+
+
+POLARS_THREADS = "POLARS_MAX_THREADS"
 
 
 @contextmanager
