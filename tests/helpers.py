@@ -258,7 +258,7 @@ def as_schema_11(con) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-RAW_TEXT = (  # README "retrievals": how analysts read the text as logged back (schemas 11 and 13)
+RAW_TEXT = (  # docs/warehouse.md, "retrievals": how analysts read the text as logged back (schemas 11 and 13)
     "select request_id, position, coalesce(r.text, case when r.raw_encoding = 'json' "
     "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) || '\"', '$') "
     "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "

@@ -339,7 +339,7 @@ def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
     resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized);
     text null, with raw_start/raw_end, where the text as logged stands in prompt_raw, verbatim or (raw_encoding
     'json') JSON-escaped (readers: coalesce with that substring of prompt_raw, decoded by json_extract_string when
-    escaped; README "retrievals"). Offsets count characters, as DuckDB's substr does."""
+    escaped; docs/warehouse.md, "retrievals"). Offsets count characters, as DuckDB's substr does."""
     first = (
         frames.sections.filter(pl.col("chunk_id").is_not_null())
         .sort("request_id", "section_no")

@@ -7,7 +7,7 @@ and a file that is still being written gives up only its complete lines. Batches
 many small files costs a few transactions, not one per file. Batches are parsed and normalized in worker processes
 on a large run ([ingest] workers, lib/ingest_workers.py) and written here in the order they were read.
 
-A file in a trace format (lib/adapters, README "Trace formats") is detected by its first line and converted as a
+A file in a trace format (lib/adapters, docs/adapters.md) is detected by its first line and converted as a
 whole once it has settled: each call becomes one line-equivalent (its citegate-log/1 record) fed through the same
 record path, with the source line that holds the call; a call the adapter could not convert, and a bad source
 line, become reject rows. Its ledger row counts items (calls and line rejects) where a log file's counts lines,

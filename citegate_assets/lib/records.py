@@ -1,4 +1,4 @@
-"""Validation of one citegate-log/1 line (README "The log format"; SPEC section 2). Pure: a line in, a record or a
+"""Validation of one citegate-log/1 line (docs/log-format.md; SPEC section 2). Pure: a line in, a record or a
 reject out."""
 
 from __future__ import annotations

@@ -376,7 +376,7 @@ def next_steps(prog: str, warehouse_flag: str, published: Path, example_query: P
             "the weekly numbers per surface beside their definitions; `citegate trace` for the rows",
         ),
         ("make test", "the test suite"),
-        ("README.md", "the log format, the profiles, every table, where every file goes, more example queries"),
+        ("docs/", "the log format, the profiles, every table, where every file goes (`make docs` builds the site)"),
     ]
     width = max(len(cmd) for cmd, _ in steps) + 2
     python = (
