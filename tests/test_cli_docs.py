@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -93,3 +94,33 @@ def test_the_readme_points_to_the_reference():
 def test_a_newcomer_still_starts_with_two_commands():
     two = README.read_text(encoding="utf-8").split("\n## Two commands\n", 1)[1].split("\n## ", 1)[0]
     assert "make demo" in two and "make test" in two
+
+
+def _complete(words: str) -> list[str]:
+    """What bash completion offers after `words` (click's protocol, as the sourced script asks it)."""
+    env = {
+        **os.environ,
+        "_CITEGATE_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "citegate_assets.cli"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_shell_completion_completes_commands_options_and_choices():
+    source = subprocess.run(
+        [sys.executable, "-m", "citegate_assets.cli"],
+        env={**os.environ, "_CITEGATE_COMPLETE": "bash_source"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "complete -o nosort -F _citegate_completion citegate" in source.stdout  # what the docs tell bash to eval
+    assert "_CITEGATE_COMPLETE=bash_source citegate" in REFERENCE.read_text(encoding="utf-8")
+    assert _complete("citegate ca") == ["plain,calibrate"]
+    assert _complete("citegate queue --reason span_t") == ["plain,span_truncated"]
+    assert "plain,--workers" in _complete("citegate run --wo")

@@ -27,6 +27,16 @@ Exit codes: 0 done; 1 something found (`rejects`, `doctor` and `import` when lin
 `forget` of an unknown id); 2 a usage error or a refused input, with a message that says what is wrong (an unknown
 `--reason` or `--surface` lists the known ones); 130 interrupted.
 
+## Runs and the Dagster UI
+
+`make ui` runs `dagster dev` on http://127.0.0.1:3000/ (`make ui PORT=3001` for another port) in the project's
+`dagster_home/`. `citegate run` from the project folder on its default warehouse records its runs in that same
+Dagster home, so the UI shows them; a run on another warehouse uses the `dagster_home/` beside it, and
+`--dagster-home` or `$DAGSTER_HOME` names one outright. The UI's daily partitions start at `CITEGATE_FIRST_DAY`, else
+at the first day the published copy holds (reload the code location after the first run), else January 1 of the
+previous UTC year; `citegate run` and `calibrate` gate the days they are given from `CITEGATE_FIRST_DAY`, else from
+January 1 of the previous UTC year, whatever warehouse the environment names.
+
 ## Shell completion
 
 click completes commands, options and choices. For bash, add to `~/.bashrc`:
