@@ -106,7 +106,9 @@ def demo(**params: Any) -> int:
 
 @click.command("gen-logs", epilog=example("citegate gen-logs --out data/landing --days 2 --truth data/truth.jsonl"))
 @shared("out", "days", "requests_per_day", "seed")
-@click.option("--start", type=DAY, default="2026-11-02", metavar="DATE", help="first day (UTC), YYYY-MM-DD")
+@click.option(
+    "--start", type=DAY, default="2026-11-02", metavar="DATE", help="first day (UTC), YYYY-MM-DD (default 2026-11-02)"
+)
 @click.option("--prompt-kb", type=int, default=None, metavar="KB", help="pad prompts to about this many KB")
 @click.option(
     "--truth",
