@@ -28,8 +28,11 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
 
+# the Dagster UI on http://127.0.0.1:$(PORT)/ (`make ui PORT=3001` for another port), in the project's Dagster home,
+# where `citegate run` from this folder records its runs too
+PORT ?= 3000
 ui: $(STAMP)
-	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(PORT)
 
 # the documentation site (mkdocs.yml, docs/) into site/; --strict: a broken link or a page left out of the nav fails
 docs: $(STAMP)

@@ -167,10 +167,10 @@ def run_night_in_parallel(
 @functools.cache
 def nightly_job() -> dg.JobDefinition:
     """The nightly job, loaded once per day process."""
-    from citegate_assets.cli import _hide_dagster_warnings
+    from citegate_assets.dagster_warnings import hide_dagster_warnings
     from citegate_assets.definitions import defs
 
-    _hide_dagster_warnings()
+    hide_dagster_warnings()
     return defs().resolve_job_def("nightly_job")
 
 

@@ -93,3 +93,21 @@ def test_loading_the_definitions_does_not_import_openai():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert "openai imported: False" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_pipeline_side_does_not_import_the_cli():
+    """No import circle cli -> pipeline -> day_runs -> cli: what the CLI and the day processes share
+    (hide_dagster_warnings) lives in a module below both."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1] / "citegate_assets"
+    found = []
+    for path in [package / "pipeline.py", package / "day_runs.py", *sorted((package / "defs").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            found += [
+                f"{path.name}: {n}" for n in names if n == "citegate_assets.cli" or n.startswith("citegate_assets.cli.")
+            ]
+    assert found == []

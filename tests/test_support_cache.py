@@ -136,3 +136,29 @@ def test_one_run_alone_judges_every_miss_once_in_either_order(tmp_path):
         assert sorted(judge.calls) == ["bad b", "bad c", "good a"] and facts["judge_calls"] == 3
         assert result["verdict"].to_list() == ["yes", "no", "yes", "no"]
         assert result["cache_hit"].to_list() == [False, False, True, False]
+
+
+class ReportingJudge(CountingJudge):
+    """Reports its progress as the endpoint judges do: after each request, the last one at the chunk's end."""
+
+    def judge(self, requests, progress=None):
+        out = []
+        for n, request in enumerate(requests, 1):
+            out += super().judge([request])
+            if progress:
+                progress(n, len(requests))
+        return out
+
+
+def test_progress_reports_each_count_once(tmp_path):
+    """The run log's "judge: N/N calls" line comes from these reports: the chunk's end once, not twice."""
+    reports = []
+    judge_items(
+        make_connect(tmp_path / "w.duckdb"),
+        items("good 1", "good 2", "bad 3"),
+        ReportingJudge(),
+        {},
+        chunk=2,
+        progress=lambda done, total: reports.append((done, total)),
+    )
+    assert reports == [(1, 3), (2, 3), (3, 3)]

@@ -1,24 +1,32 @@
-"""Daily partitions by the UTC date of logged_at, from the first partition day (CITEGATE_FIRST_DAY)."""
+"""Daily partitions by the UTC date of logged_at, from the first partition day: CITEGATE_FIRST_DAY, else the first
+day with data, so the UI lists the days there are, not a year of empty ones."""
 
 from __future__ import annotations
 
 import os
 from datetime import date, timedelta
+from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from citegate_assets.lib.records import EARLIEST_DAY
+from citegate_assets.lib.settings import resolve as resolve_settings
 from citegate_assets.lib.timestamps import utc_now
+from citegate_assets.lib.warehouse import connect, query
 
 FIRST_DAY_ENV = "CITEGATE_FIRST_DAY"
 
 
-def first_partition_day(env: dict | None = None, today: date | None = None) -> date:
-    """The first daily partition: CITEGATE_FIRST_DAY (YYYY-MM-DD, not before EARLIEST_DAY), else January 1
-    of the previous UTC year. Records older than it are still ingested (EARLIEST_DAY bounds ingestion);
-    they are gated only once CITEGATE_FIRST_DAY reaches back to them, in the CLI and in `dagster dev` alike."""
+def first_partition_day(env: dict | None = None, today: date | None = None, first_data_day: date | None = None) -> date:
+    """The first daily partition: CITEGATE_FIRST_DAY (YYYY-MM-DD, not before EARLIEST_DAY), else the first day with
+    data (first_data_day: the published copy's first ingested day), else January 1 of the previous UTC year. Records
+    older than it are still ingested (EARLIEST_DAY bounds ingestion); they are gated only once CITEGATE_FIRST_DAY
+    reaches back to them, in the CLI and in `dagster dev` alike."""
     raw = (os.environ if env is None else env).get(FIRST_DAY_ENV, "").strip()
     if not raw:
+        if first_data_day is not None:
+            return max(first_data_day, EARLIEST_DAY)
         today = today or utc_now().date()
         return date(today.year - 1, 1, 1)
     try:
@@ -30,7 +38,31 @@ def first_partition_day(env: dict | None = None, today: date | None = None) -> d
     return day
 
 
-FIRST_DAY = first_partition_day()
+def first_day_with_data(published: Path) -> date | None:
+    """The first day the published copy holds records of; None without a copy or a readable one (the definitions
+    load without a warehouse)."""
+    if not published.is_file():
+        return None
+    try:
+        with connect(published, read_only=True) as con:
+            [(day,)] = query(con, "report/first_day").fetchall()
+    except (duckdb.Error, OSError):
+        return None
+    return day if isinstance(day, date) else None
+
+
+def _first_day_here() -> date | None:
+    """The first day with data of the warehouse this process's settings name (flags aside: the environment, the
+    config file, the defaults): what `dagster dev` and the daemon run on. The CLI sets CITEGATE_FIRST_DAY itself."""
+    if os.environ.get(FIRST_DAY_ENV, "").strip():
+        return None
+    try:
+        return first_day_with_data(resolve_settings().published)
+    except ValueError:  # a broken config file: reported by what reads it, not here
+        return None
+
+
+FIRST_DAY = first_partition_day(first_data_day=_first_day_here())
 daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY.isoformat(), timezone="UTC")
 
 

@@ -35,7 +35,7 @@ range's prompts); sql/report/estimate_pairs.sql applies the policy and hashes th
 
 Pairs are counted once per range (a backfill runs the range as one run, and one run judges a pair once).
 It reads what a run has gated: days ingested but not yet through the provenance gate are reported apart, not
-estimated. It reads the published copy (cli.py), never the working file a run may be writing.
+estimated. It reads the published copy (cli/tool_commands.py), never the working file a run may be writing.
 """
 
 from __future__ import annotations

@@ -297,3 +297,17 @@ def _alive(pid: int) -> bool:
 def _remove(tmp: Path) -> None:
     for path in (tmp, tmp.with_name(tmp.name + ".wal")):
         path.unlink(missing_ok=True)
+
+
+def missing_lake_folders(published: Path) -> list[str]:
+    """The local Delta table folders the published copy's views read that are gone (a warehouse moved or copied
+    without its lake); object-store URIs are not checked here. [] for a copy without lake views."""
+    with connect(published, read_only=True) as con:
+        [(found,)] = con.execute(
+            "select count(*) from duckdb_tables() where database_name = current_database() and table_name = $t",
+            {"t": LAKE_VERSIONS},
+        ).fetchall()
+        if not found:
+            return []
+        uris = [uri for (uri,) in con.sql(f"select uri from {LAKE_VERSIONS} order by table_name").fetchall()]
+    return [uri for uri in uris if "://" not in uri and not Path(uri).is_dir()]

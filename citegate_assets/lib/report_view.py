@@ -41,6 +41,43 @@ def calibration_report(warehouse: Path) -> str:
         gates = query(con, "support/gate_status_report").pl()
         agreement = query(con, "labels/agreement_report").pl()
         line = gate_summary(dicts(query(con, "support/gate_status_rows")))
+    judged = cal.filter(pl.col("judged") > 0)
+    labelled = gates.filter(pl.col("labels") != "none")
+    # a table is shown only when it has rows to read: before any label is judged, the headlines and the
+    # per-surface lines say so, not tables of nulls
+    calibration = [
+        text_table(
+            judged.select(
+                "judge_model",
+                "tier",
+                "labels",
+                "surface",
+                "error",
+                "human",
+                "judged",
+                pl.col("effective_n").round(1),
+                "errors_made",
+                pl.col("rate", "ci95_low", "ci95_high").round(4),
+                "verdict",
+                pl.col("coverage").round(4),
+            )
+        )
+    ]
+    confusion = [
+        "",
+        "Confusion matrix (rows: judge, tier, labels and human label, columns: judge verdict; labels counted, not "
+        "weighted)",
+        text_table(matrix),
+    ]
+    gate_table = [
+        "",
+        f"Support gate per surface ({_judges(gates)}): enforced = false pass upper bound under the threshold, on "
+        "own labels only (the surface's, or pooled over surfaces); labels = what the status rests on; "
+        "too_strict = false fail rate over the threshold; judged_yes_rate = share of the judged citations the "
+        "judge passed; extra_queue_per_week = judged_per_week x false_fail_rate (true citations the gate queues "
+        "a week, taking every judged citation as supported)",
+        text_table(gates.drop("judge_model", "template_version", "why", "next_step")),
+    ]
     return "\n".join(
         [
             "",
@@ -49,34 +86,10 @@ def calibration_report(warehouse: Path) -> str:
             "reference labels: shipped or external sets, unweighted; own labels: sampled from this warehouse's "
             "traffic (citegate label), weighted back to its mix (effective_n: the interval's effective sample size)",
             *_judge_headlines(cal),
-            text_table(
-                cal.select(
-                    "judge_model",
-                    "tier",
-                    "labels",
-                    "surface",
-                    "error",
-                    "human",
-                    "judged",
-                    pl.col("effective_n").round(1),
-                    "errors_made",
-                    pl.col("rate", "ci95_low", "ci95_high").round(4),
-                    "verdict",
-                    pl.col("coverage").round(4),
-                )
-            ),
-            "",
-            "Confusion matrix (rows: judge, tier, labels and human label, columns: judge verdict; labels counted, not "
-            "weighted)",
-            text_table(matrix),
+            *(calibration if judged.height else ["  no hand label judged yet: no calibration table"]),
+            *(confusion if matrix.height else []),
             *_agreement_lines(agreement),
-            "",
-            f"Support gate per surface ({_judges(gates)}): enforced = false pass upper bound under the threshold, on "
-            "own labels only (the surface's, or pooled over surfaces); labels = what the status rests on; "
-            "too_strict = false fail rate over the threshold; judged_yes_rate = share of the judged citations the "
-            "judge passed; extra_queue_per_week = judged_per_week x false_fail_rate (true citations the gate queues "
-            "a week, taking every judged citation as supported)",
-            text_table(gates.drop("judge_model", "template_version", "why", "next_step")),
+            *(gate_table if labelled.height else ["", f"Support gate per surface ({_judges(gates)}):"]),
             *[f"  {safe(surface)}: {safe(why)}" for surface, why in gates.select("surface", "why").iter_rows()],
             "",
             line,

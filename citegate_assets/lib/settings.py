@@ -16,8 +16,11 @@ Precedence, the same for every setting:
 | published    | --published | CITEGATE_PUBLISHED |                      | <warehouse dir>/<stem>.published.duckdb   |
 | reviews      | --reviews   | CITEGATE_REVIEWS   | [queue].reviews      | <warehouse dir>/<stem>.reviews/           |
 | labels       | --labels    | CITEGATE_LABELS    | [calibration].labels | <warehouse dir>/<stem>.labels/            |
-| dagster home |             | DAGSTER_HOME       |                      | <warehouse dir>/dagster_home/             |
+| dagster home |             | DAGSTER_HOME       |                      | <warehouse dir>/dagster_home/ (*)         |
 | lake         | --lake      | CITEGATE_LAKE      | [storage].lake       | <warehouse dir>/<stem>.lake/              |
+
+(*) From a project folder (workspace.yaml and dagster_home/dagster.yaml in the current directory) on the default
+warehouse: the project's dagster_home/, the Dagster home `make ui` runs in, so `citegate run`'s runs show there.
 
 Relative flags and environment values are relative to the current directory; so are the defaults
 (never the installed package). The reviews log, the labels and the Dagster home belong to a
@@ -260,6 +263,11 @@ class _Resolution:
             if isinstance(value, str) and value.strip():
                 self.sources[name] = ("config", f"from {config.name} [{section}].{key}")
                 return value.strip().rstrip("/") if _is_uri(value.strip()) else _absolute(value, config.parent)
+        if name == "dagster_home" and self.sources.get("warehouse", ("",))[0] == "default":
+            project = project_dagster_home(self.base)
+            if project is not None:  # `make ui` runs in this folder's Dagster home: the CLI's runs show there
+                self.sources[name] = ("default", "default: the project's dagster_home/, the one `make ui` shows")
+                return project
         self.sources[name] = ("default", f"default: {DEFAULTS[name]}")
         return {
             "published": warehouse.with_name(warehouse.stem + ".published.duckdb"),
@@ -268,6 +276,16 @@ class _Resolution:
             "dagster_home": warehouse.parent / "dagster_home",
             "lake": warehouse.with_name(warehouse.stem + ".lake"),
         }[name]
+
+
+def project_dagster_home(folder: Path) -> Path | None:
+    """folder/dagster_home when folder is a citegate project folder (it holds the workspace.yaml `make ui` loads and
+    dagster_home/dagster.yaml), else None: from there, on its default warehouse, the CLI and the UI share one
+    Dagster home."""
+    home = folder / "dagster_home"
+    if (folder / "workspace.yaml").is_file() and (home / "dagster.yaml").is_file():
+        return home.resolve()
+    return None
 
 
 def _is_uri(value: str) -> bool:

@@ -96,6 +96,15 @@ def judge_items(
     fresh: dict[str, dict] = {}
     total = misses.height
     done = calls = 0
+    reported = -1
+
+    def report(n: int) -> None:
+        """Each count once: the judge reports its chunk's end, and the chunk's end is reported again below."""
+        nonlocal reported
+        if progress and n != reported:
+            reported = n
+            progress(n, total)
+
     for offset in range(0, total, chunk):
         part = misses.slice(offset, chunk)
         if side_by_side is not None and offset:
@@ -107,8 +116,7 @@ def judge_items(
         base = done
 
         def chunk_progress(n: int, _total: int, base: int = base) -> None:
-            if progress:
-                progress(base + n, total)
+            report(base + n)
 
         results = judge.judge(requests, chunk_progress) if requests else []
         now = utc_now()
@@ -118,8 +126,7 @@ def judge_items(
         _store(connect, [(_shas(req), row) for req, row in zip(requests, rows) if row["verdict"] != "error"])
         calls += len(requests)
         done = min(total, offset + chunk)
-        if progress:
-            progress(done, total)
+        report(done)
     return _assemble(items, keyed, keys, cached, fresh, calls)
 
 

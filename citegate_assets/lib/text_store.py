@@ -172,3 +172,25 @@ def rewrite_files_in_scope(con: duckdb.DuckDBPyConnection, first, last) -> list[
         write_durably(survivors, folder / new_name)
         con.execute(load_sql("text/repoint_file"), {"old": name, "new": new_name, **params})
     return files
+
+
+def missing_text_folder(warehouse: Path) -> Path | None:
+    """The warehouse's text folder when prompt rows name files in it and it is gone (the warehouse was moved or
+    copied without it), else None. A warehouse another process holds is not checked here (the run waits or stops)."""
+    folder = text_dir_of(str(warehouse))
+    if folder is None or folder.is_dir() or not Path(warehouse).is_file():
+        return None
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True)
+    except duckdb.Error:
+        return None
+    try:
+        found = con.sql(
+            "select 1 from duckdb_tables() where database_name = current_database() and table_name = 'prompt_rows'"
+        ).fetchall()
+        if not found:
+            return None
+        named = con.sql("select 1 from prompt_rows where text_file is not null limit 1").fetchall()
+    finally:
+        con.close()
+    return folder if named else None
