@@ -41,6 +41,7 @@ UPWARD_IMPORTS_ALLOWED_UNTIL_MERGE = {
     ("citegate_assets.lib.ingest", "citegate_assets.lib.config"),
     ("citegate_assets.lib.batch", "citegate_assets.lib.config"),
     ("citegate_assets.lib.ingest_workers", "citegate_assets.lib.config"),
+    ("citegate_assets.lib.shards", "citegate_assets.lib.config"),
     ("citegate_assets.lib.doctor", "citegate_assets.lib.config"),
 }
 LIB = ROOT / "citegate_assets" / "lib"

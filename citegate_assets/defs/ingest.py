@@ -8,6 +8,8 @@ import polars as pl
 from citegate_assets.lib.ingest import ingest_landing
 from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
+from citegate_assets.lib.shard_staging import staging_root
+from citegate_assets.lib.shards import ingest_sharded
 from citegate_assets.lib.terminal import safe
 from citegate_assets.lib.text_store import streamed_text
 from citegate_assets.lib.timestamps import utc_now
@@ -15,7 +17,7 @@ from citegate_assets.lib.warehouse import query, run_script
 
 from .asset_defaults import DAILY
 from .partitions import partition_days, row_count_metadata, run_days
-from .resources import CitegateConfigResource, LandingResource, WarehouseResource
+from .resources import CitegateConfigResource, LakeResource, LandingResource, WarehouseResource
 
 prompt_log = dg.AssetSpec(
     "prompt_log",
@@ -60,6 +62,7 @@ def ingest_prompt_log(
     warehouse: WarehouseResource,
     landing: LandingResource,
     citegate_config: CitegateConfigResource,
+    lake: LakeResource,
 ) -> Iterator[dg.MaterializeResult]:
     """Ingest new landing files: validate, normalize each prompt once, append; bad lines become reject rows."""
     start, end = partition_days(context)
@@ -73,7 +76,14 @@ def ingest_prompt_log(
         )  # names come from the landing folder
 
     with warehouse.connect() as con:
-        summary = ingest_landing(con, folder, config, progress=progress, final=landing.final_read)
+        if config.ingest.shards > 1:  # the files split across shard processes, staged in the lake (lib/shards.py)
+            staging = staging_root(lake.root(warehouse, citegate_config))
+            context.log.info(f"ingest split across {config.ingest.shards} shards, staged in {staging}")
+            summary = ingest_sharded(
+                con, folder, config, shards=config.ingest.shards, staging=staging, final=landing.final_read
+            )
+        else:
+            summary = ingest_landing(con, folder, config, progress=progress, final=landing.final_read)
         # the prompt log never shrinks: prompts_match_their_sha256 compares later counts with these
         run_script(con, "ingest/record_prompt_count", {"recorded_at": utc_now()})
         counts = dict(query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall())

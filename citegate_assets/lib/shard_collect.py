@@ -1,0 +1,256 @@
+"""The collect step of a sharded ingest (lib/shards.py): the one writer of the working warehouse loads the marked shard
+runs' staged rows and records their files in the ledger in one transaction. What a one-worker ingest decides across
+files is decided here again: a request id is kept from its first copy in that ingest's order (landing file order,
+then the order within a file; a file is never split across shards), checked against the warehouse too; every later
+copy is a duplicate_request_id or request_id_conflict reject naming the first, its rows dropped and its file's counts
+corrected. A shard's own decision changes only where a copy outside it came first."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from .ingest import CONFLICT_SCHEMA, REJECT_SCHEMA, IngestSummary
+from .known_requests import KnownRequests
+from .ledger import ledger_frame
+from .records import Reject
+from .shard_staging import CLAIMS, LEDGER, SHARD_RUN, TABLES, Staging
+from .text_files import write_text_files
+from .text_store import text_dir
+from .warehouse import run_script, transaction
+
+__all__ = ["ShardedSummary", "collect"]
+
+REFUSALS = ("duplicate_request_id", "request_id_conflict")
+KEEP_TEXT = (*REFUSALS, "unprocessable_record")  # as ingest does: only a parse reject's text is dropped on forget
+
+
+@dataclass
+class ShardedSummary(IngestSummary):
+    shards: int = 0
+    moved_to_rejects: int = 0  # copies a shard kept that a copy elsewhere (first in file order) outranked
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def collect(
+    con: duckdb.DuckDBPyConnection, stage: Staging, runs: list[str], order: dict[str, int], now: datetime
+) -> ShardedSummary:
+    """The marked shard runs among `runs` into the warehouse, and their files into the ledger, in one transaction;
+    a request id claimed in more than one shard (or already in the warehouse) resolved as one ingest would."""
+    markers = stage.markers()
+    marked = [r for r in runs if r in set(markers[SHARD_RUN].to_list())]
+    frames = {rel: stage.read(rel, marked) for rel in TABLES}
+    claims = stage.read(CLAIMS, marked)
+    ledger = stage.read(LEDGER, marked)
+    summary = ShardedSummary()
+    data = {rel: (frame.drop(SHARD_RUN) if frame is not None else None) for rel, frame in frames.items()}
+    ledger_rows = ledger.drop(SHARD_RUN).to_dicts() if ledger is not None else []
+    by_file: dict[str, dict] = {row["file_name"]: row for row in ledger_rows}
+    if claims is not None and claims.height:
+        data, summary.moved_to_rejects = _resolve(con, data, frames, claims, by_file, order, now)
+    folder = text_dir(con)
+    if data["batch_prompts"] is not None and folder is not None:
+        data["batch_prompts"] = _text_files(folder, data["batch_prompts"])
+    for rel in TABLES:
+        frame = data[rel]
+        if rel == "batch_prompts" and frame is not None:
+            summary.records_ingested = frame.height
+            summary.days.update(frame["day"].unique().to_list())
+        if rel == "batch_rejects" and frame is not None:
+            summary.records_rejected = frame.filter(pl.col("line_no") > 0).height
+        if rel == "batch_answer_rejects" and frame is not None:
+            summary.answers_rejected = frame.height
+    with transaction(con):
+        registered = []
+        try:
+            for rel in TABLES:
+                frame = data[rel]
+                if frame is None:
+                    frame = _empty(con, rel)
+                con.register(rel, frame.to_arrow())
+                registered.append(rel)
+            run_script(con, "ingest/insert_batch")
+            con.register("batch_ledger", ledger_frame(ledger_rows).to_arrow())
+            registered.append("batch_ledger")
+            run_script(con, "ingest/ledger_upsert")
+        finally:
+            for rel in registered:
+                con.unregister(rel)
+    return summary
+
+
+TABLE_OF = {
+    "batch_prompts": "prompt_rows",
+    "batch_sections": "prompt_sections",
+    "batch_retrievals": "retrievals",
+    "batch_citations": "citations",
+    "batch_answer_rejects": "answer_rejects",
+    "batch_rejects": "ingest_rejects",
+    "batch_conflicts": "prompt_conflicts",
+    "batch_source_lines": "request_source_lines",
+}
+
+
+def _empty(con: duckdb.DuckDBPyConnection, rel: str) -> pl.DataFrame:
+    return con.sql(f"select * from {TABLE_OF[rel]} limit 0").pl()  # noqa: S608 - a fixed table name
+
+
+def _text_files(folder: Path, prompts: pl.DataFrame, rows_per_file: int = 2000) -> pl.DataFrame:
+    """The kept prompts' text written as the one-worker ingest writes it, a batch's worth of rows per file."""
+    if "text_file" in prompts.columns:
+        prompts = prompts.drop("text_file")
+    parts = [write_text_files(folder, prompts.slice(i, rows_per_file)) for i in range(0, prompts.height, rows_per_file)]
+    return pl.concat(parts) if parts else prompts.with_columns(text_file=pl.lit(None, pl.String))
+
+
+def _resolve(
+    con: duckdb.DuckDBPyConnection,
+    data: dict[str, pl.DataFrame | None],
+    frames: dict[str, pl.DataFrame | None],
+    claims: pl.DataFrame,
+    by_file: dict[str, dict],
+    order: dict[str, int],
+    now: datetime,
+) -> tuple[dict[str, pl.DataFrame | None], int]:
+    """Each request id's first copy in file order wins, against the warehouse too; a shard's decision is corrected
+    only where a copy outside it came first."""
+    known = KnownRequests(con)
+    per_rid = claims.group_by("request_id").agg(pl.col(SHARD_RUN).n_unique().alias("runs"))
+    in_warehouse = {
+        rid: (sha, source, removed)
+        for rid, sha, source, removed in known.lookup(claims["request_id"].unique().to_list())
+    }
+    crossing = set(per_rid.filter(pl.col("runs") > 1)["request_id"].to_list()) | set(in_warehouse)
+    forgotten = known.forgotten(
+        [r for r in (data["batch_rejects"]["request_id"].to_list() if data["batch_rejects"] is not None else []) if r]
+    )
+    rejects = data["batch_rejects"] if data["batch_rejects"] is not None else pl.DataFrame(schema=REJECT_SCHEMA)
+    conflicts = data["batch_conflicts"] if data["batch_conflicts"] is not None else pl.DataFrame(schema=CONFLICT_SCHEMA)
+    if forgotten:  # a parse reject of a forgotten request keeps no text (the refusals are decided below)
+        rejects = rejects.with_columns(
+            raw_line=pl.when(pl.col("request_id").is_in(sorted(forgotten)) & ~pl.col("reason").is_in(KEEP_TEXT))
+            .then(None)
+            .otherwise(pl.col("raw_line"))
+        )
+    if not crossing:
+        data["batch_rejects"] = rejects
+        return data, 0
+    involved = (
+        claims.filter(pl.col("request_id").is_in(sorted(crossing)))
+        .with_columns(file_order=pl.col("source_file").replace_strict(order, default=len(order), return_dtype=pl.Int64))
+        .sort("file_order", "line_no", "seq")
+    )
+    seen: dict[str, tuple[str, str, bool]] = dict(in_warehouse)
+    drop: list[tuple[str, str]] = []  # (shard run, request id) of a kept copy now refused
+    new_rejects: list[dict] = []
+    new_conflicts: list[dict] = []
+    redo: list[tuple[str, int]] = []  # (file, line) of a shard's refusal decided again
+    answers_dropped: Counter[str] = Counter()
+    for c in involved.iter_rows(named=True):
+        rid = c["request_id"]
+        prior = seen.get(rid)
+        if prior is None:
+            seen[rid] = (c["prompt_sha256"], f"{c['source_file']}:{c['line_no']}", False)
+            continue
+        sha, source, removed = prior
+        if sha == c["prompt_sha256"]:
+            why = Reject(
+                "duplicate_request_id", f"request_id {rid!r} already ingested from {source} with the same prompt"
+            )
+        else:
+            why = Reject(
+                "request_id_conflict",
+                f"request_id {rid!r} already ingested from {source} with a different prompt; the first is kept",
+            )
+            new_conflicts.append(
+                {
+                    "request_id": rid,
+                    "day": c["day"],
+                    "existing_sha256": sha,
+                    "conflicting_sha256": c["prompt_sha256"],
+                    "existing_source": source,
+                    "source_file": c["source_file"],
+                    "source_line": c["line_no"],
+                    "recorded_at": now,
+                }
+            )
+        if c["kept"]:
+            drop.append((c[SHARD_RUN], rid))
+            row = by_file.get(c["source_file"])
+            if row is not None:
+                row["records_ingested"] -= 1
+                row["records_rejected"] += 1
+        else:
+            redo.append((c["source_file"], c["line_no"]))
+        new_rejects.append(
+            {
+                "source_file": c["source_file"],
+                "line_no": c["line_no"],
+                "day": c["day"],
+                "request_id": rid,
+                "reason": why.reason,
+                "detail": why.detail,
+                "raw_line": None if removed else c["raw_line"],
+                "rejected_at": now,
+            }
+        )
+    redo_frame = pl.DataFrame(redo, schema={"source_file": pl.String, "line_no": pl.Int64}, orient="row")
+    # the shard's own refusals decided again: their raw line kept from the shard's row
+    if redo:
+        old = rejects.join(redo_frame, on=["source_file", "line_no"], how="semi").filter(
+            pl.col("reason").is_in(REFUSALS)
+        )
+        raw = {(r["source_file"], r["line_no"], r["request_id"]): r["raw_line"] for r in old.iter_rows(named=True)}
+        for r in new_rejects:
+            key = (r["source_file"], r["line_no"], r["request_id"])
+            if key in raw:
+                removed = seen[r["request_id"]][2]
+                r["raw_line"] = None if removed else raw[key]
+        rejects = (
+            rejects.join(redo_frame.with_columns(redone=pl.lit(True)), on=["source_file", "line_no"], how="left")
+            .filter(~(pl.col("redone").fill_null(False) & pl.col("reason").is_in(REFUSALS)))
+            .drop("redone")
+        )
+        conflicts = conflicts.join(
+            redo_frame.rename({"line_no": "source_line"}), on=["source_file", "source_line"], how="anti"
+        )
+    rejects = pl.concat([rejects, pl.DataFrame(new_rejects, schema=REJECT_SCHEMA)], how="diagonal_relaxed")
+    conflicts = pl.concat([conflicts, pl.DataFrame(new_conflicts, schema=CONFLICT_SCHEMA)], how="diagonal_relaxed")
+    data["batch_rejects"] = rejects.select(list(REJECT_SCHEMA))
+    data["batch_conflicts"] = conflicts.select(list(CONFLICT_SCHEMA))
+    if drop:
+        gone = pl.DataFrame(drop, schema={SHARD_RUN: pl.String, "request_id": pl.String}, orient="row")
+        answers = frames["batch_answer_rejects"]
+        if answers is not None:
+            for row in answers.join(gone, on=[SHARD_RUN, "request_id"], how="semi").iter_rows(named=True):
+                answers_dropped[row["source_file"]] += 1
+        for rel in ("batch_prompts", "batch_sections", "batch_retrievals", "batch_citations", "batch_answer_rejects"):
+            frame = frames[rel]
+            if frame is not None:
+                data[rel] = frame.join(gone, on=[SHARD_RUN, "request_id"], how="anti").drop(SHARD_RUN)
+        lines = frames["batch_source_lines"]
+        if lines is not None:
+            data["batch_source_lines"] = lines.join(gone, on=[SHARD_RUN, "request_id"], how="anti").drop(SHARD_RUN)
+        kept_days = _kept_days(claims, gone)
+        touched = set(involved.filter(pl.col("kept"))["source_file"].to_list())
+        for name in touched & set(by_file):
+            row = by_file[name]
+            row["answers_rejected"] -= answers_dropped.get(name, 0)
+            found = con.execute("select days from ingested_files where file_id = $1", [row["file_id"]]).fetchall()
+            before = set(found[0][0] or ()) if found else set()
+            row["days"] = sorted(before | kept_days.get(name, set()))
+    return data, len(drop)
+
+
+def _kept_days(claims: pl.DataFrame, gone: pl.DataFrame) -> dict[str, set[date]]:
+    kept = claims.filter(pl.col("kept")).join(gone, on=[SHARD_RUN, "request_id"], how="anti")
+    out: dict[str, set[date]] = {}
+    for name, day in kept.select("source_file", "day").unique().iter_rows():
+        out.setdefault(name, set()).add(day)
+    return out

@@ -1,0 +1,148 @@
+"""The staging Delta tables of a sharded ingest (lib/shards.py): `<lake>/_staging/<table>`, appended to by the shards,
+each row tagged with its shard run's id, read by the collect step (lib/shard_collect.py) for marked shard runs only,
+and swept (every row deleted, the files vacuumed) before and after each sharded ingest. Appends never conflict in
+delta-rs; an append that lost the race for a version is retried. No column statistics in the log (the rows hold
+prompt text)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import polars as pl
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from .lake_store import LakeStore, open_store
+
+STAGING = "_staging"
+SHARD_RUN = "shard_run"
+# the ingest tables a shard stages, as insert_batch.sql names them
+TABLES = (
+    "batch_prompts",
+    "batch_sections",
+    "batch_retrievals",
+    "batch_citations",
+    "batch_answer_rejects",
+    "batch_rejects",
+    "batch_conflicts",
+    "batch_source_lines",
+)
+LEDGER = "ledger"
+CLAIMS = "claims"
+MARKERS = "markers"
+COMMIT_ATTEMPTS = 8
+
+CLAIM_SCHEMA: dict[str, Any] = {
+    "seq": pl.Int64,  # the shard's order of its claims (its files in landing order, each file's lines in order)
+    "request_id": pl.String,
+    "prompt_sha256": pl.String,
+    "day": pl.Date,
+    "source_file": pl.String,
+    "line_no": pl.Int64,
+    "kept": pl.Boolean,
+    "raw_line": pl.String,  # a kept copy's line, for its reject row should a copy elsewhere come first
+}
+MARKER_SCHEMA: dict[str, Any] = {
+    SHARD_RUN: pl.String,
+    "shard": pl.Int64,
+    "shards": pl.Int64,
+    "files": pl.Int64,
+    "lines_read": pl.Int64,
+    "bytes_read": pl.Int64,
+    "files_waiting": pl.Int64,
+    "bytes_held": pl.Int64,
+    "trace_files": pl.Int64,
+    "calls_converted": pl.Int64,
+    "parse_workers": pl.Int64,
+}
+
+
+class Staging:
+    """The staging Delta tables: appends only (appends never conflict in delta-rs; a lost race is retried)."""
+
+    def __init__(self, store: LakeStore):
+        self.store = store
+
+    def uri(self, table: str) -> str:
+        return self.store.uri(table)
+
+    def append(self, table: str, frame: pl.DataFrame, shard_run: str | None) -> None:
+        from deltalake import WriterProperties, write_deltalake
+        from deltalake.exceptions import CommitFailedError
+
+        if shard_run is not None:
+            frame = frame.with_columns(pl.lit(shard_run, pl.String).alias(SHARD_RUN))
+        data = _delta_ready(frame.to_arrow())
+        failure: Exception | None = None
+        for _ in range(COMMIT_ATTEMPTS):
+            try:
+                with self.store.writing():
+                    write_deltalake(
+                        self.uri(table),
+                        data,
+                        mode="append",
+                        schema_mode="merge",
+                        configuration={"delta.dataSkippingNumIndexedCols": "0"},
+                        storage_options=self.store.storage_options(),
+                        writer_properties=WriterProperties(compression="ZSTD", compression_level=1),
+                    )
+                return
+            except CommitFailedError as exc:
+                failure = exc
+                continue
+        raise RuntimeError(f"{self.uri(table)}: {COMMIT_ATTEMPTS} appends lost to other writers ({failure})")
+
+    def read(self, table: str, runs: list[str]) -> pl.DataFrame | None:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            dt = DeltaTable(self.uri(table), storage_options=self.store.storage_options())
+        except TableNotFoundError:
+            return None
+        if not runs:
+            return None
+        return pl.from_arrow(dt.to_pyarrow_table(filters=[(SHARD_RUN, "in", runs)]))  # type: ignore[return-value]
+
+    def markers(self) -> pl.DataFrame:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            dt = DeltaTable(self.uri(MARKERS), storage_options=self.store.storage_options())
+        except TableNotFoundError:
+            return pl.DataFrame(schema=MARKER_SCHEMA)
+        return pl.from_arrow(dt.to_pyarrow_table())  # type: ignore[return-value]
+
+    def tables(self) -> list[str]:
+        return [*TABLES, LEDGER, CLAIMS, MARKERS]
+
+    def sweep(self) -> None:
+        """Every staged row gone and its files removed (only between runs: ingest runs under the run lock)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        for table in self.tables():
+            try:
+                dt = DeltaTable(self.uri(table), storage_options=self.store.storage_options())
+            except TableNotFoundError:
+                continue
+            with self.store.writing():
+                dt.delete()
+                dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+
+
+def _delta_ready(data: pa.Table) -> pa.Table:
+    """Delta has no null type and no large/view strings' distinctions that matter here: cast them plainly."""
+    fields = []
+    for f in data.schema:
+        t = f.type
+        if pa.types.is_null(t):
+            t = pa.string()
+        fields.append(pa.field(f.name, t))
+    return data.cast(pa.schema(fields)) if fields != list(data.schema) else data
+
+
+def staging_root(lake: str | os.PathLike) -> str:
+    """Where a lake's staging tables are: its `_staging` folder or prefix."""
+    return open_store(lake).uri(STAGING)
