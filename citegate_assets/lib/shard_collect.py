@@ -7,7 +7,12 @@ corrected. A shard's own decision changes only where a copy outside it came firs
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
+import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -16,12 +21,16 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from .durable import fsync_dir, private_dir, replace_durably
 from .ingest import CONFLICT_SCHEMA, REJECT_SCHEMA, IngestSummary
+from .ingest_workers import valid_line_text
 from .known_requests import KnownRequests
+from .landing import Entry, OutsideLanding, open_entry
 from .ledger import ledger_frame
+from .lines import READ_ERRORS, ReadState, open_stream, read_lines
 from .records import Reject
 from .shard_staging import CLAIMS, LEDGER, SHARD_RUN, TABLES, Staging
-from .text_files import write_text_files
+from .text_files import TEXT_SCHEMA, write_durably
 from .text_store import text_dir
 from .warehouse import run_script, transaction
 
@@ -39,24 +48,39 @@ class ShardedSummary(IngestSummary):
 
 
 def collect(
-    con: duckdb.DuckDBPyConnection, stage: Staging, runs: list[str], order: dict[str, int], now: datetime
+    con: duckdb.DuckDBPyConnection,
+    stage: Staging,
+    runs: list[str],
+    order: dict[str, int],
+    now: datetime,
+    landing: Path | None = None,
+    max_line_bytes: int = 1 << 25,
 ) -> ShardedSummary:
     """The marked shard runs among `runs` into the warehouse, and their files into the ledger, in one transaction;
-    a request id claimed in more than one shard (or already in the warehouse) resolved as one ingest would."""
+    a request id claimed in more than one shard (or already in the warehouse) resolved as one ingest would.
+    order: each landing file's place in the one-worker ingest's order; landing: where a refused copy's line is
+    read again for its reject row."""
     markers = stage.markers()
     marked = [r for r in runs if r in set(markers[SHARD_RUN].to_list())]
     frames = {rel: stage.read(rel, marked) for rel in TABLES}
     claims = stage.read(CLAIMS, marked)
     ledger = stage.read(LEDGER, marked)
     summary = ShardedSummary()
-    data = {rel: (frame.drop(SHARD_RUN) if frame is not None else None) for rel, frame in frames.items()}
+    # the prompts keep their shard run until their text files are placed
+    data = {
+        rel: (frame.drop(SHARD_RUN) if frame is not None and rel != "batch_prompts" else frame)
+        for rel, frame in frames.items()
+    }
     ledger_rows = ledger.drop(SHARD_RUN).to_dicts() if ledger is not None else []
     by_file: dict[str, dict] = {row["file_name"]: row for row in ledger_rows}
     if claims is not None and claims.height:
-        data, summary.moved_to_rejects = _resolve(con, data, frames, claims, by_file, order, now)
-    folder = text_dir(con)
-    if data["batch_prompts"] is not None and folder is not None:
-        data["batch_prompts"] = _text_files(folder, data["batch_prompts"])
+        data, summary.moved_to_rejects = _resolve(
+            con, data, frames, claims, by_file, order, now, lambda wanted: _read_lines(landing, wanted, max_line_bytes)
+        )
+    staged, kept = frames["batch_prompts"], data["batch_prompts"]
+    if staged is not None and kept is not None:
+        with tempfile.TemporaryDirectory(prefix="citegate-collect-") as work:
+            data["batch_prompts"] = _place_text(stage, text_dir(con), staged, kept, Path(work))
     for rel in TABLES:
         frame = data[rel]
         if rel == "batch_prompts" and frame is not None:
@@ -101,12 +125,76 @@ def _empty(con: duckdb.DuckDBPyConnection, rel: str) -> pl.DataFrame:
     return con.sql(f"select * from {TABLE_OF[rel]} limit 0").pl()  # noqa: S608 - a fixed table name
 
 
-def _text_files(folder: Path, prompts: pl.DataFrame, rows_per_file: int = 2000) -> pl.DataFrame:
-    """The kept prompts' text written as the one-worker ingest writes it, a batch's worth of rows per file."""
-    if "text_file" in prompts.columns:
-        prompts = prompts.drop("text_file")
-    parts = [write_text_files(folder, prompts.slice(i, rows_per_file)) for i in range(0, prompts.height, rows_per_file)]
-    return pl.concat(parts) if parts else prompts.with_columns(text_file=pl.lit(None, pl.String))
+def _place_text(
+    stage: Staging, folder: Path | None, staged: pl.DataFrame, kept: pl.DataFrame, work: Path
+) -> pl.DataFrame:
+    """The kept prompts' text files, as the shards' parse steps wrote them, put in the warehouse's text folder
+    (renamed when they are on its filesystem, else copied; fsynced before the transaction that names them); a file
+    that also holds a copy refused here is written again with the kept rows only, so a refused copy's text is in no
+    file. folder None (an in-memory warehouse): the text inline, as ingest keeps it there."""
+    out = []
+    for (run, name), rows in kept.group_by(SHARD_RUN, "text_file", maintain_order=True):
+        if name is None:
+            out.append(rows)
+            continue
+        source = stage.text_file(str(run), str(name), work)
+        whole = staged.filter((pl.col(SHARD_RUN) == run) & (pl.col("text_file") == name)).height == rows.height
+        if folder is None:
+            text = pl.read_parquet(source).select(*TEXT_SCHEMA)
+            out.append(
+                rows.drop("prompt_raw", "prompt_normalized")
+                .join(text, on="request_id", how="left")
+                .with_columns(text_file=pl.lit(None, pl.String))
+            )
+            continue
+        if whole:
+            _put(source, folder / str(name))
+        else:
+            text = pl.read_parquet(source).filter(pl.col("request_id").is_in(rows["request_id"].implode()))
+            write_durably(text.select(*TEXT_SCHEMA), folder / str(name))
+        out.append(rows)
+    placed = pl.concat(out, how="diagonal_relaxed") if out else kept
+    return placed.drop(SHARD_RUN).select([c for c in kept.columns if c != SHARD_RUN])
+
+
+def _put(source: Path, target: Path) -> None:
+    """A staged text file in place, durably: renamed on the same filesystem, else copied first."""
+    private_dir(target.parent)
+    try:
+        os.replace(source, target)
+        fsync_dir(target.parent)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.copyfile(source, tmp)
+        replace_durably(tmp, target)
+
+
+def _read_lines(landing: Path | None, wanted: set[tuple[str, int]], max_line_bytes: int) -> dict[tuple[str, int], str]:
+    """The text of these (file, line number) of the landing folder, as a reject row keeps a valid record's line:
+    one read of each file up to its last wanted line. A file gone since (rotated away) gives no text."""
+    found: dict[tuple[str, int], str] = {}
+    if landing is None:
+        return found
+    by_file: dict[str, set[int]] = {}
+    for name, no in wanted:
+        by_file.setdefault(name, set()).add(no)
+    for name, numbers in sorted(by_file.items()):
+        entry = Entry(name, landing / name)
+        try:
+            with open_entry(landing, entry) as (fh, _st):
+                last = max(numbers)
+                for line in read_lines(
+                    open_stream(fh, entry.compressed), ReadState(), max_line_bytes=max_line_bytes, final=True
+                ):
+                    if line.no in numbers:
+                        found[(name, line.no)] = valid_line_text(line)
+                    if line.no >= last:
+                        break
+        except (*READ_ERRORS, OSError, OutsideLanding):
+            continue
+    return found
 
 
 def _resolve(
@@ -117,6 +205,7 @@ def _resolve(
     by_file: dict[str, dict],
     order: dict[str, int],
     now: datetime,
+    lines_of: Callable[[set[tuple[str, int]]], dict[tuple[str, int], str]],
 ) -> tuple[dict[str, pl.DataFrame | None], int]:
     """Each request id's first copy in file order wins, against the warehouse too; a shard's decision is corrected
     only where a copy outside it came first."""
@@ -149,6 +238,7 @@ def _resolve(
     seen: dict[str, tuple[str, str, bool]] = dict(in_warehouse)
     drop: list[tuple[str, str]] = []  # (shard run, request id) of a kept copy now refused
     new_rejects: list[dict] = []
+    refused_kept: list[bool] = []  # per new reject: a copy a shard kept, with its text to keep
     new_conflicts: list[dict] = []
     redo: list[tuple[str, int]] = []  # (file, line) of a shard's refusal decided again
     answers_dropped: Counter[str] = Counter()
@@ -200,6 +290,13 @@ def _resolve(
                 "rejected_at": now,
             }
         )
+        refused_kept.append(bool(c["kept"]) and not removed)
+    # a log line a shard kept and a copy elsewhere outranked: its reject row keeps the line, read again
+    again = [r for r, keeps in zip(new_rejects, refused_kept) if keeps and r["raw_line"] is None]
+    if again:
+        text = lines_of({(r["source_file"], r["line_no"]) for r in again})
+        for r in again:
+            r["raw_line"] = text.get((r["source_file"], r["line_no"]))
     redo_frame = pl.DataFrame(redo, schema={"source_file": pl.String, "line_no": pl.Int64}, orient="row")
     # the shard's own refusals decided again: their raw line kept from the shard's row
     if redo:
@@ -233,7 +330,8 @@ def _resolve(
         for rel in ("batch_prompts", "batch_sections", "batch_retrievals", "batch_citations", "batch_answer_rejects"):
             frame = frames[rel]
             if frame is not None:
-                data[rel] = frame.join(gone, on=[SHARD_RUN, "request_id"], how="anti").drop(SHARD_RUN)
+                kept = frame.join(gone, on=[SHARD_RUN, "request_id"], how="anti")
+                data[rel] = kept if rel == "batch_prompts" else kept.drop(SHARD_RUN)
         lines = frames["batch_source_lines"]
         if lines is not None:
             data["batch_source_lines"] = lines.join(gone, on=[SHARD_RUN, "request_id"], how="anti").drop(SHARD_RUN)

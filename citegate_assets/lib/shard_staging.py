@@ -7,14 +7,18 @@ prompt text)."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from .lake_store import LakeStore, open_store
+from .lake_store import LakeStore, LocalStore, open_store
 
 STAGING = "_staging"
+TEXT = "text"  # <staging>/text/<shard run>/day=…/<batch>.parquet: the prompt text files, as ingest writes them
 SHARD_RUN = "shard_run"
 # the ingest tables a shard stages, as insert_batch.sql names them
 TABLES = (
@@ -92,7 +96,7 @@ class Staging:
                 continue
         raise RuntimeError(f"{self.uri(table)}: {COMMIT_ATTEMPTS} appends lost to other writers ({failure})")
 
-    def read(self, table: str, runs: list[str]) -> pl.DataFrame | None:
+    def read(self, table: str, runs: list[str], columns: list[str] | None = None) -> pl.DataFrame | None:
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
@@ -102,7 +106,35 @@ class Staging:
             return None
         if not runs:
             return None
-        return pl.from_arrow(dt.to_pyarrow_table(filters=[(SHARD_RUN, "in", runs)]))  # type: ignore[return-value]
+        data = dt.to_pyarrow_table(columns=columns, filters=[(SHARD_RUN, "in", runs)])
+        return pl.from_arrow(data)  # type: ignore[return-value]
+
+    # -- the prompt text files: written by a shard's parse step as ingest writes them, moved, never re-encoded --
+    def text_folder(self, shard_run: str) -> Path:
+        """Where a shard's parse step writes its text files: in the staging folder, or (a bucket) a local folder
+        published() uploads."""
+        if isinstance(self.store, LocalStore):
+            return Path(self.store.uri(f"{TEXT}/{shard_run}"))
+        return Path(tempfile.mkdtemp(prefix="citegate-shard-text-"))
+
+    def publish_text(self, shard_run: str, folder: Path) -> None:
+        """A bucket: the shard's text files uploaded (before its marker), the local copies removed."""
+        if isinstance(self.store, LocalStore):
+            return
+        fs = self.store._fs()  # type: ignore[attr-defined]
+        for path in sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith(".")):
+            key = f"{TEXT}/{shard_run}/{path.relative_to(folder).as_posix()}"
+            fs.put_file(str(path), self.store._path(key))  # type: ignore[attr-defined]
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def text_file(self, shard_run: str, name: str, work: Path) -> Path:
+        """A staged text file as a local path (a bucket's downloaded under work/)."""
+        if isinstance(self.store, LocalStore):
+            return Path(self.store.uri(f"{TEXT}/{shard_run}/{name}"))
+        local = work / shard_run / name
+        local.parent.mkdir(parents=True, exist_ok=True)
+        self.store._fs().get_file(self.store._path(f"{TEXT}/{shard_run}/{name}"), str(local))  # type: ignore[attr-defined]
+        return local
 
     def markers(self) -> pl.DataFrame:
         from deltalake import DeltaTable
@@ -130,6 +162,11 @@ class Staging:
             with self.store.writing():
                 dt.delete()
                 dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        if isinstance(self.store, LocalStore):
+            shutil.rmtree(self.store.uri(TEXT), ignore_errors=True)
+        else:
+            for key in self.store.files(f"{TEXT}/"):
+                self.store.delete(key)
 
 
 def _delta_ready(data: pa.Table) -> pa.Table:

@@ -29,7 +29,7 @@ import polars as pl
 
 from .config import Config
 from .ingest import BATCH_LINES, INGEST_MEMORY_LIMIT_BYTES, IngestSummary, Progress, _Run, bounded_memory
-from .ingest_workers import Claim, ParsedBatch, valid_line_text
+from .ingest_workers import Claim, ParsedBatch, ParsePool, main_script_hidden, resolve_workers, valid_line_text
 from .lake_store import open_store
 from .landing import Entry, landing_entries, landing_root, open_entry
 from .ledger import Ledger, ledger_frame
@@ -103,7 +103,10 @@ class _ShardRun(_Run):
     """One ingest run over a shard's files: a one-worker ingest whose writer stages its batches (StagingWriter) and
     which records every claim's outcome for the collect step."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, task: ShardTask, stage: Staging):
+    def __init__(self, con: duckdb.DuckDBPyConnection, task: ShardTask, stage: Staging, text_folder: Path):
+        # the shards are the parallelism: a shard parses in its own process unless told otherwise ([ingest] workers
+        # above 1, or workers given), which spares the parse workers' start-up and the frames' trip back
+        workers = task.workers if task.workers is not None else max(1, task.config.ingest.workers)
         super().__init__(
             con,
             landing_root(task.landing),
@@ -112,13 +115,17 @@ class _ShardRun(_Run):
             None,
             task.batch_lines or BATCH_LINES,
             task.final,
-            task.workers,
+            workers,
         )
         self.ledger = Ledger()
         for row in task.ledger_rows:
             self.ledger.remember(dict(row))
         self.writer.close()
         self.writer = StagingWriter(stage, task.shard_run, self)  # type: ignore[assignment]
+        # the parse step writes the prompt text files as ingest does, into the shard's staging folder
+        self.text_folder = text_folder
+        self.parser.close()
+        self.parser = ParsePool(task.config, resolve_workers(workers), text_folder)
         self.claims: list[dict] = []
         self._lines: list = []
 
@@ -133,10 +140,10 @@ class _ShardRun(_Run):
         kept_keys = {c.key for c in kept}
         for c in claims:
             name, line_no = origin[c.key]
-            raw = None
-            if c.key in kept_keys:
-                entry = self._lines[c.key][1]
-                raw = valid_line_text(entry if isinstance(entry, Line) else entry.line)
+            entry = self._lines[c.key][1]
+            # a trace item's line is built, not read: kept for its reject row should a copy elsewhere come first
+            # (a log line is read again from its file, in that rare case)
+            raw = valid_line_text(entry.line) if c.key in kept_keys and not isinstance(entry, Line) else None
             self.claims.append(
                 {
                     "seq": len(self.claims),
@@ -158,7 +165,7 @@ class StagingWriter:
 
     def __init__(self, stage: Staging, shard_run: str, run: _ShardRun):
         self.stage, self.shard_run, self.run = stage, shard_run, run
-        self.text_folder = None  # the prompt text travels in the staged rows; the collect step writes the files
+        self.text_folder = run.text_folder
         self.pending: list[dict[str, pl.DataFrame]] = []
         self.ledger: dict[str, dict] = {}
 
@@ -196,7 +203,8 @@ def run_shard(task: ShardTask) -> IngestSummary:
     con = duckdb.connect()
     try:
         ensure_schema(con)
-        run = _ShardRun(con, task, stage)
+        text_folder = stage.text_folder(task.shard_run)
+        run = _ShardRun(con, task, stage, text_folder)
         with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):
             try:
                 for entry in landing_entries(run.root):
@@ -211,6 +219,7 @@ def run_shard(task: ShardTask) -> IngestSummary:
                 run.parser.close()
         writer: StagingWriter = run.writer  # type: ignore[assignment]
         stage.append(LEDGER, ledger_frame(list(writer.ledger.values())), task.shard_run)
+        stage.publish_text(task.shard_run, text_folder)
         summary = run.summary
         commit_marker(stage, task, summary)
         return summary
@@ -285,10 +294,13 @@ def ingest_sharded(
         for i, names in enumerate(plan)
     ]
     with spawned_pool(shards) as pool:
-        futures = [pool.submit(run_shard, task) for task in tasks]
+        with main_script_hidden():  # a shard is spawned inside submit: it imports this module, not the CLI
+            futures = [pool.submit(run_shard, task) for task in tasks]
         summaries = [f.result() for f in futures]
     order = {entry.name: i for i, entry in enumerate(entries)}  # the one-worker ingest's file order
-    summary = collect(con, stage, [t.shard_run for t in tasks], order, now)
+    summary = collect(
+        con, stage, [t.shard_run for t in tasks], order, now, landing=root, max_line_bytes=config.ingest.max_line_bytes
+    )
     for s in summaries:
         summary.files_seen += s.files_seen
         summary.files_read += s.files_read
