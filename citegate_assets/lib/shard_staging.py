@@ -161,7 +161,8 @@ class Staging:
                 continue
             with self.store.writing():
                 dt.delete()
-                dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+                # full: a lost append's upload, which no version names, goes too
+                dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
         if isinstance(self.store, LocalStore):
             shutil.rmtree(self.store.uri(TEXT), ignore_errors=True)
         else:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +43,12 @@ from .text_store import sweep
 from .timestamps import utc_now
 from .warehouse import ensure_schema
 
-__all__ = ["ShardTask", "assign", "ingest_sharded", "run_shard", "shard_of"]
+__all__ = ["ShardFailed", "ShardTask", "assign", "ingest_sharded", "run_shard", "shard_of"]
+
+
+class ShardFailed(RuntimeError):
+    """A shard process died (killed, out of memory): the run loads nothing; the next one reads its files again."""
+
 
 FLUSH_BATCHES = 8  # a shard appends its rows every this many batches: a few commits, bounded memory
 
@@ -296,7 +302,13 @@ def ingest_sharded(
     with spawned_pool(shards) as pool:
         with main_script_hidden():  # a shard is spawned inside submit: it imports this module, not the CLI
             futures = [pool.submit(run_shard, task) for task in tasks]
-        summaries = [f.result() for f in futures]
+        try:
+            summaries = [f.result() for f in futures]
+        except BrokenProcessPool as exc:
+            raise ShardFailed(
+                f"an ingest shard process died ({exc}); nothing of this run was loaded into the warehouse, and its "
+                "staged rows are swept by the next run, which reads the files again"
+            ) from exc
     order = {entry.name: i for i, entry in enumerate(entries)}  # the one-worker ingest's file order
     summary = collect(
         con, stage, [t.shard_run for t in tasks], order, now, landing=root, max_line_bytes=config.ingest.max_line_bytes
