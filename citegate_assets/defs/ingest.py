@@ -103,6 +103,8 @@ def ingest_prompt_log(
         "trace_items_this_run": summary.calls_converted,
         # [ingest] workers: processes that parsed batches (0 = none: a small run parses in the ingest process)
         "parse_workers_this_run": summary.parse_workers,
+        # [ingest] shards: processes the landing files were split across (1: one ingest, no staging)
+        "ingest_shards_this_run": config.ingest.shards,
         # held back, not lost: an unterminated last line or an unfinished .gz, read once complete
         "files_waiting": summary.files_waiting,
         "bytes_held_back": summary.bytes_held,

@@ -13,10 +13,9 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import polars as pl
@@ -44,7 +43,6 @@ KEEP_TEXT = (*REFUSALS, "unprocessable_record")  # as ingest does: only a parse 
 class ShardedSummary(IngestSummary):
     shards: int = 0
     moved_to_rejects: int = 0  # copies a shard kept that a copy elsewhere (first in file order) outranked
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def collect(

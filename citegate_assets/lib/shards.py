@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from .config import Config
-from .ingest import BATCH_LINES, INGEST_MEMORY_LIMIT_BYTES, IngestSummary, Progress, _Run, bounded_memory
+from .ingest import BATCH_LINES, INGEST_MEMORY_LIMIT_BYTES, IngestSummary, _Run, bounded_memory
 from .ingest_workers import Claim, ParsedBatch, ParsePool, main_script_hidden, resolve_workers, valid_line_text
 from .lake_store import open_store
 from .landing import Entry, landing_entries, landing_root, open_entry
@@ -269,7 +269,6 @@ def ingest_sharded(
     now: datetime | None = None,
     final: bool = False,
     workers: int | None = None,
-    progress: Progress | None = None,
     batch_lines: int | None = None,
 ) -> IngestSummary:
     """Ingest the landing folder with `shards` shard processes, then collect their rows into the warehouse."""
