@@ -29,7 +29,7 @@ from citegate_assets.lib.warehouse import connect, ensure_schema
 
 from .helpers import scenario_record
 from .s3_server import S3Server, s3_server
-from .test_bad_input_corpus import LINE_CASES, _all_in_one
+from .test_bad_input_corpus import BUG_LINE_CASES, LINE_CASES, _all_in_one, encode, good
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 CONFIG = {"ingest": {"settle_seconds": 3600}}
@@ -62,7 +62,7 @@ def _landing(root: Path) -> Path:
     ids (the same prompt, and another prompt) so that copies land on both shards."""
     landing = root / "landing"
     generate_logs(landing, days=3, requests_per_day=30, seed=7, malformed=True, start_date="2026-11-02")
-    lines, _ = _all_in_one(LINE_CASES)
+    lines, _ = _all_in_one(LINE_CASES + BUG_LINE_CASES)
     (landing / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     for i in range(12):
         copies = [  # a first line of its own: a file's identity is its first line
@@ -70,6 +70,7 @@ def _landing(root: Path) -> Path:
             _line(_record("shared-same")),
             _line(_record("shared-other", prompt=f"prompt number {i}")),
             _line(_record(f"own-{i}")),
+            encode(good(1)).decode(),  # the corpus file's first record: its copy there comes later
         ]
         (landing / f"copies-{i:02d}.jsonl").write_text("\n".join(copies) + "\n", encoding="utf-8")
     return landing
@@ -111,7 +112,7 @@ def test_two_shards_write_the_same_rows_as_one(tmp_path):
     _assert_same(one, two)
     with connect(two, read_only=True) as con:
         reasons = dict(con.sql("select reason, count(*) from ingest_rejects group by reason").fetchall())
-        assert reasons["duplicate_request_id"] >= 12 + 11
+        assert reasons["duplicate_request_id"] >= 12 + 11 + 12
         assert reasons["request_id_conflict"] >= 11
         [(detail,)] = con.sql(
             "select detail from ingest_rejects where request_id = 'shared-same' and source_file = 'copies-11.jsonl'"
