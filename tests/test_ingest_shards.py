@@ -275,3 +275,52 @@ def test_citegate_run_with_two_shards_equals_one(tmp_path, dagster_home, monkeyp
     left = [p for p in staging.rglob("*") if p.is_file() and "_delta_log" not in p.parts]
     assert left == []  # ... and swept it: no data file, no text file
     assert not (tmp_path / "wNone.lake" / "_staging").exists()
+
+
+def test_a_copy_whose_frames_fail_is_refused_across_shards_as_one_ingest_refuses_it(tmp_path, monkeypatch):
+    """A first copy whose frames cannot be built (unprocessable_record) still claims its request id in one ingest:
+    a later copy in the other shard is refused naming it; and refused by an earlier copy in the other shard, its
+    reject is the refusal, with its counts unchanged. The shards run here in this process, so the failure can be
+    planted."""
+    from citegate_assets.lib import batch
+
+    build = batch.build_frames
+
+    def failing(items, config, origin, now, decoded):
+        if any(origin[key][0].startswith("poison-") and rec.request_id.startswith("shared-") for key, rec in items):
+            raise ValueError("planted failure")
+        return build(items, config, origin, now, decoded)
+
+    monkeypatch.setattr(batch, "build_frames", failing)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    files = {  # (the shard it is staged by, its lines); landing order is by name
+        "a-valid-first.jsonl": (0, ["own-a", "shared-x"]),
+        "poison-first.jsonl": (1, ["own-b", "shared-y"]),
+        "poison-later.jsonl": (1, ["own-p", "shared-x"]),
+        "y-valid-later.jsonl": (0, ["own-y", "shared-y"]),
+    }
+    for name, (_shard, ids) in files.items():
+        (landing / name).write_text("".join(_line(_record(rid)) + "\n" for rid in ids), encoding="utf-8")
+    root = landing_root(landing)
+    names = [e.name for e in landing_entries(root)]
+    config = parse_config(CONFIG, None)
+    staging = str(tmp_path / "staging")
+    for shard in (0, 1):
+        mine = tuple(n for n in names if files[n][0] == shard)
+        shards.run_shard(ShardTask(f"run-{shard}", shard, 2, str(root), mine, staging, config, NOW, False, ()))
+    two = tmp_path / "two.duckdb"
+    with connect(two) as con:
+        ensure_schema(con)
+        order = {name: i for i, name in enumerate(names)}
+        collect(con, Staging(open_store(staging)), ["run-0", "run-1"], order, NOW, landing=root)
+    one = tmp_path / "one.duckdb"
+    _one(one, landing)
+    _assert_same(one, two)
+    with connect(two, read_only=True) as con:
+        rows = con.sql("select source_file, reason from ingest_rejects order by source_file").fetchall()
+    assert rows == [
+        ("poison-first.jsonl", "unprocessable_record"),
+        ("poison-later.jsonl", "duplicate_request_id"),
+        ("y-valid-later.jsonl", "duplicate_request_id"),
+    ]

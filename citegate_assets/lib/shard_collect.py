@@ -239,6 +239,9 @@ def _resolve(
     refused_kept: list[bool] = []  # per new reject: a copy a shard kept, with its text to keep
     new_conflicts: list[dict] = []
     redo: list[tuple[str, int]] = []  # (file, line) of a shard's refusal decided again
+    # (file, line, request id) of a first copy whose frames failed in its shard, refused here: as one ingest does,
+    # its reject is the refusal, not unprocessable_record
+    unbroken: list[tuple[str, int, str]] = []
     answers_dropped: Counter[str] = Counter()
     for c in involved.iter_rows(named=True):
         rid = c["request_id"]
@@ -268,7 +271,9 @@ def _resolve(
                     "recorded_at": now,
                 }
             )
-        if c["kept"]:
+        if c["kept"] and c["broken"]:
+            unbroken.append((c["source_file"], c["line_no"], rid))  # a reject either way: its counts stand
+        elif c["kept"]:
             drop.append((c[SHARD_RUN], rid))
             row = by_file.get(c["source_file"])
             if row is not None:
@@ -288,13 +293,27 @@ def _resolve(
                 "rejected_at": now,
             }
         )
-        refused_kept.append(bool(c["kept"]) and not removed)
+        refused_kept.append(bool(c["kept"]) and not c["broken"] and not removed)
     # a log line a shard kept and a copy elsewhere outranked: its reject row keeps the line, read again
     again = [r for r, keeps in zip(new_rejects, refused_kept) if keeps and r["raw_line"] is None]
     if again:
         text = lines_of({(r["source_file"], r["line_no"]) for r in again})
         for r in again:
             r["raw_line"] = text.get((r["source_file"], r["line_no"]))
+    if unbroken:
+        spots = pl.DataFrame(
+            unbroken, schema={"source_file": pl.String, "line_no": pl.Int64, "request_id": pl.String}, orient="row"
+        ).with_columns(reason=pl.lit("unprocessable_record"))
+        keys = ["source_file", "line_no", "request_id", "reason"]
+        texts = {
+            (r["source_file"], r["line_no"], r["request_id"]): r["raw_line"]
+            for r in rejects.join(spots, on=keys, how="semi").iter_rows(named=True)
+        }
+        for r in new_rejects:
+            key = (r["source_file"], r["line_no"], r["request_id"])
+            if key in texts and not seen[r["request_id"]][2]:
+                r["raw_line"] = texts[key]
+        rejects = rejects.join(spots, on=keys, how="anti")
     redo_frame = pl.DataFrame(redo, schema={"source_file": pl.String, "line_no": pl.Int64}, orient="row")
     # the shard's own refusals decided again: their raw line kept from the shard's row
     if redo:
@@ -345,7 +364,7 @@ def _resolve(
 
 
 def _kept_days(claims: pl.DataFrame, gone: pl.DataFrame) -> dict[str, set[date]]:
-    kept = claims.filter(pl.col("kept")).join(gone, on=[SHARD_RUN, "request_id"], how="anti")
+    kept = claims.filter(pl.col("kept") & ~pl.col("broken")).join(gone, on=[SHARD_RUN, "request_id"], how="anti")
     out: dict[str, set[date]] = {}
     for name, day in kept.select("source_file", "day").unique().iter_rows():
         out.setdefault(name, set()).add(day)

@@ -43,7 +43,8 @@ CLAIM_SCHEMA: dict[str, Any] = {
     "day": pl.Date,
     "source_file": pl.String,
     "line_no": pl.Int64,
-    "kept": pl.Boolean,
+    "kept": pl.Boolean,  # it claimed its request id in its shard (first there)
+    "broken": pl.Boolean,  # ... but its frames failed to build: an unprocessable_record reject, no rows
     "raw_line": pl.String,  # a kept copy's line, for its reject row should a copy elsewhere come first
 }
 MARKER_SCHEMA: dict[str, Any] = {

@@ -134,9 +134,11 @@ class _ShardRun(_Run):
         self.parser = ParsePool(task.config, resolve_workers(workers), text_folder)
         self.claims: list[dict] = []
         self._lines: list = []
+        self._broken: set[int] = set()
 
     def _relations(self, lines: list, parsed: ParsedBatch) -> dict[str, pl.DataFrame]:
         self._lines = lines  # the batch's lines, for the text of each kept copy
+        self._broken = {r["key"] for r in parsed.broken}  # first copies whose frames failed: they claim all the same
         return super()._relations(lines, parsed)
 
     def _drop_known_requests(
@@ -159,6 +161,7 @@ class _ShardRun(_Run):
                     "source_file": name,
                     "line_no": line_no,
                     "kept": c.key in kept_keys,
+                    "broken": c.key in self._broken,
                     "raw_line": raw,
                 }
             )
