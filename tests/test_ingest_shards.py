@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -32,6 +33,15 @@ from .s3_server import S3Server, s3_server
 from .test_bad_input_corpus import BUG_LINE_CASES, LINE_CASES, _all_in_one, encode, good
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+FIXTURES = Path(__file__).parent / "fixtures" / "adapters"
+TRACE_FIXTURES = (
+    "anthropic/exchanges.jsonl",
+    "langfuse/observations_page.json",
+    "openinference/phoenix_spans.jsonl",
+    "otlp/otlp_split_details_logs.jsonl",
+    "otlp/otlp_split_details_spans.jsonl",
+    "otlp/otlp_events.jsonl",
+)
 CONFIG = {"ingest": {"settle_seconds": 3600}}
 TABLES = {
     "prompts": "*",
@@ -63,6 +73,9 @@ def _landing(root: Path) -> Path:
     landing = root / "landing"
     generate_logs(landing, days=3, requests_per_day=30, seed=7, malformed=True, start_date="2026-11-02")
     lines, _ = _all_in_one(LINE_CASES + BUG_LINE_CASES)
+    for fixture in TRACE_FIXTURES:  # trace formats, one JSON document, and OTel logs paired with spans in other files
+        shutil.copy(FIXTURES / fixture, landing / Path(fixture).name)
+        os.utime(landing / Path(fixture).name, (0, 0))  # settled: a trace file is converted once it has settled
     (landing / "corpus.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     for i in range(12):
         copies = [  # a first line of its own: a file's identity is its first line
@@ -119,6 +132,9 @@ def test_two_shards_write_the_same_rows_as_one(tmp_path):
         ).fetchall()
         assert "from copies-00.jsonl:2 " in detail  # the first file in landing order, whichever shard read it
         assert len({r[0] for r in _rows(two)["prompts"]}) == len(_rows(two)["prompts"])
+        converted = {f for (f,) in con.sql("select distinct source_file from prompts").fetchall()}
+        pair = {"otlp_split_details_logs.jsonl", "otlp_split_details_spans.jsonl"}  # the calls named by one of them
+        assert {Path(f).name for f in TRACE_FIXTURES} - pair <= converted and pair & converted, converted
 
     # a second day of lines appended to files of both shards, and the same files again: read on, nothing twice
     for i in (0, 11):
