@@ -201,6 +201,7 @@ def test_sharded_ingest_on_s3_staging_equals_one(s3: S3Server, tmp_path, monkeyp
     _one(one, landing)
     _sharded(two, landing, f"s3://{s3.bucket}/{tmp_path.name}/_staging")
     _assert_same(one, two)
+    assert s3.keys(f"{tmp_path.name}/_staging/") == []  # swept: no table, no text file left in the bucket
 
 
 KILLED_SHARD = """
@@ -245,7 +246,7 @@ def test_a_shard_killed_before_its_marker_leaves_nothing_readable(tmp_path):
     _assert_same(one, warehouse)
     gone = stage.read("batch_prompts", ["killed-0"])
     assert gone is None or gone.is_empty()
-    left = [p for p in Path(staging).rglob("*") if p.is_file() and "_delta_log" not in p.parts]
+    left = [p for p in Path(staging).rglob("*") if p.is_file()]
     assert left == []  # the killed shard's data and text files swept
 
 
@@ -288,7 +289,7 @@ def test_citegate_run_with_two_shards_equals_one(tmp_path, dagster_home, monkeyp
     assert len(found[2]["provenance_results"]) > 0
     staging = tmp_path / "w2.lake" / "_staging"
     assert staging.is_dir()  # the sharded run staged there ...
-    left = [p for p in staging.rglob("*") if p.is_file() and "_delta_log" not in p.parts]
+    left = [p for p in staging.rglob("*") if p.is_file()]
     assert left == []  # ... and swept it: no data file, no text file
     assert not (tmp_path / "wNone.lake" / "_staging").exists()
 

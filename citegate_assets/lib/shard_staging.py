@@ -151,23 +151,15 @@ class Staging:
         return [*TABLES, LEDGER, CLAIMS, MARKERS]
 
     def sweep(self) -> None:
-        """Every staged row gone and its files removed (only between runs: ingest runs under the run lock)."""
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        for table in self.tables():
-            try:
-                dt = DeltaTable(self.uri(table), storage_options=self.store.storage_options())
-            except TableNotFoundError:
+        """Every staging table and text file removed, the markers' table first (a sweep cut short leaves no marked
+        run), each table's log before its files. Staging is transient: it is swept before and after each sharded
+        ingest, which runs under the warehouse's run lock, so no shard writes meanwhile. Whole folders, not a Delta
+        delete and vacuum: a vacuum in the same millisecond as the delete keeps the files it removed."""
+        for prefix in [MARKERS, *(t for t in self.tables() if t != MARKERS), TEXT]:
+            if isinstance(self.store, LocalStore):
+                shutil.rmtree(self.store.uri(prefix), ignore_errors=True)
                 continue
-            with self.store.writing():
-                dt.delete()
-                # full: a lost append's upload, which no version names, goes too
-                dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
-        if isinstance(self.store, LocalStore):
-            shutil.rmtree(self.store.uri(TEXT), ignore_errors=True)
-        else:
-            for key in self.store.files(f"{TEXT}/"):
+            for key in sorted(self.store.files(f"{prefix}/"), key=lambda k: "/_delta_log/" not in k):
                 self.store.delete(key)
 
 
