@@ -1,4 +1,4 @@
-"""A day's ingest split across shard processes (lib/shards.py): every table equal, row for row, to a one-worker
+"""A day's ingest split across shard processes (lib/ingest/shards.py): every table equal, row for row, to a one-worker
 ingest of the same files (duplicates across shards and the bad-input corpus included); shards appending to the
 staging tables at once lose and duplicate nothing (in a folder and on the local S3 server); a shard killed before its
 marker leaves nothing readable, and the next run ingests its files once."""
@@ -16,17 +16,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from citegate_assets.lib import shards
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.lake_store import open_store
-from citegate_assets.lib.landing import landing_entries, landing_root
+from citegate_assets.lib.core.processes import spawned_pool
+from citegate_assets.lib.ingest import shards
+from citegate_assets.lib.ingest.landing import landing_entries, landing_root
+from citegate_assets.lib.ingest.shard_collect import collect
+from citegate_assets.lib.ingest.shard_staging import SHARD_RUN, Staging
+from citegate_assets.lib.ingest.shards import ShardTask, assign, ingest_sharded
+from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.processes import spawned_pool
-from citegate_assets.lib.shard_collect import collect
-from citegate_assets.lib.shard_staging import SHARD_RUN, Staging
-from citegate_assets.lib.shards import ShardTask, assign, ingest_sharded
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.lake_store import open_store
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 from .helpers import scenario_record
 from .s3_server import S3Server, s3_server
@@ -206,8 +206,8 @@ def test_sharded_ingest_on_s3_staging_equals_one(s3: S3Server, tmp_path, monkeyp
 
 KILLED_SHARD = """
 import os, pickle, signal, sys
-from citegate_assets.lib import shards
-from citegate_assets.lib.shard_collect import collect
+from citegate_assets.lib.ingest import shards
+from citegate_assets.lib.ingest.shard_collect import collect
 task = pickle.load(open(sys.argv[1], "rb"))
 shards.commit_marker = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 shards.run_shard(task)
@@ -299,7 +299,7 @@ def test_a_copy_whose_frames_fail_is_refused_across_shards_as_one_ingest_refuses
     a later copy in the other shard is refused naming it; and refused by an earlier copy in the other shard, its
     reject is the refusal, with its counts unchanged. The shards run here in this process, so the failure can be
     planted."""
-    from citegate_assets.lib import batch
+    from citegate_assets.lib.ingest import batch
 
     build = batch.build_frames
 

@@ -5,19 +5,18 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
+from citegate_assets.defs.asset_defaults import DAILY
+from citegate_assets.defs.partitions import partition_days, row_count_metadata, run_days
+from citegate_assets.defs.resources import CitegateConfigResource, LakeResource, LandingResource, WarehouseResource
+from citegate_assets.lib.core.terminal import safe
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.ingest.shard_staging import staging_root
+from citegate_assets.lib.ingest.shards import ingest_sharded
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.shard_staging import staging_root
-from citegate_assets.lib.shards import ingest_sharded
-from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.text_store import streamed_text
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import query, run_script
-
-from .asset_defaults import DAILY
-from .partitions import partition_days, row_count_metadata, run_days
-from .resources import CitegateConfigResource, LakeResource, LandingResource, WarehouseResource
+from citegate_assets.lib.storage.text_store import streamed_text
+from citegate_assets.lib.storage.warehouse import query, run_script
 
 prompt_log = dg.AssetSpec(
     "prompt_log",
@@ -76,7 +75,8 @@ def ingest_prompt_log(
         )  # names come from the landing folder
 
     with warehouse.connect() as con:
-        if config.ingest.shards > 1:  # the files split across shard processes, staged in the lake (lib/shards.py)
+        # the files split across shard processes, staged in the lake (lib/ingest/shards.py)
+        if config.ingest.shards > 1:
             staging = staging_root(lake.root(warehouse, citegate_config))
             context.log.info(f"ingest split across {config.ingest.shards} shards, staged in {staging}")
             summary = ingest_sharded(
