@@ -25,7 +25,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
 
+# lint, Dagster's own load check of the definitions (`dagster definitions validate`; `dg check defs` needs the dg
+# CLI, not installed), then the tests (tests/test_asset_graph.py compares the asset graph with its snapshot)
 test: lint
+	$(BIN)/python -W ignore -m dagster definitions validate -w workspace.yaml --log-level warning
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
 
 ui: $(STAMP)
