@@ -29,7 +29,7 @@ lint: $(STAMP)
 # CLI, not installed), then the tests (tests/test_asset_graph.py compares the asset graph with its snapshot)
 test: lint
 	$(BIN)/python -W ignore -m dagster definitions validate -w workspace.yaml --log-level warning
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder  # a test file per worker, the slowest first (tests/conftest.py); 3 workers keep 2 cores busy through subprocess and server waits
 
 ui: $(STAMP)
 	umask 077 && $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
