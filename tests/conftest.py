@@ -38,24 +38,27 @@ if _root is not None:  # before any temp folder is made, in pytest, its workers 
 
 # The files that take longest, started first: with --dist loadfile a file runs on one worker, and a long file
 # started last would run alone at the end (xdist's own order, most tests first, starts one-test files last).
-SLOWEST_FIRST = (
+SLOWEST_FIRST = (  # by the time each file took in a whole run
     "test_ui_backfill.py",
     "test_crash_safety.py",
-    "test_judge_faults.py",
     "test_day_runs.py",
-    "test_metrics_pipeline.py",
+    "test_judge_faults.py",
     "test_lake_s3.py",
-    "test_forget.py",
-    "test_own_labels.py",
-    "test_nightly.py",
-    "test_estimate.py",
-    "test_incremental_metrics.py",
-    "test_support_pipeline.py",
     "test_label_web.py",
-    "test_queue.py",
+    "test_support_pipeline.py",
+    "test_bad_input_corpus.py",
+    "test_incremental_metrics.py",
+    "test_own_labels.py",
+    "test_forget.py",
+    "test_estimate.py",
+    "test_metrics_pipeline.py",
+    "test_publish_requests.py",
     "test_folders.py",
     "test_pipeline.py",
     "test_review_web_browser.py",
+    "test_nightly.py",
+    "test_cascade.py",
+    "test_queue.py",
 )
 
 
