@@ -25,10 +25,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
 
-# lint, Dagster's own load check of the definitions (`dagster definitions validate`; `dg check defs` needs the dg
-# CLI, not installed), then the tests (tests/test_asset_graph.py compares the asset graph with its snapshot)
+# lint, Dagster's own check of the definitions (`dg check defs`: the [tool.dg] project of pyproject.toml), then the
+# tests (tests/test_asset_graph.py compares the asset graph with its snapshot)
 test: lint
-	$(BIN)/python -W ignore -m dagster definitions validate -w workspace.yaml --log-level warning
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
 	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder  # a test file per worker, the slowest first (tests/conftest.py); 3 workers keep 2 cores busy through subprocess and server waits
 
 # the Dagster UI on http://127.0.0.1:$(PORT)/ (`make ui PORT=3001` for another port), in the project's Dagster home,
