@@ -3,7 +3,7 @@
 
 import json
 
-from citegate_assets.lib.ingest import INGEST_MEMORY_LIMIT_BYTES, ingest_landing
+from citegate_assets.lib.ingest.stream import INGEST_MEMORY_LIMIT_BYTES, ingest_landing
 
 from .helpers import scenario_record, write_jsonl
 
