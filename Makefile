@@ -57,7 +57,7 @@ fixtures:
 	$(FX_VENV)/bin/python -m pip install --quiet -r $(FX_VENV)/requirements.txt
 	$(FX_VENV)/bin/python scripts/render_fixtures.py
 
-# retrain the offline judge citegate-screen-v1 into citegate_assets/lib/judge/screen_weights.json (the splits from
+# retrain the offline judge citegate-screen-v1 into citegate_assets/lib/support/judge/screen_weights.json (the splits from
 # scripts/convert_labels.py); `scripts/train_screen.py --check` verifies the shipped weights
 train-judge: $(STAMP)
 	$(BIN)/python scripts/train_screen.py

@@ -99,7 +99,7 @@ def run_history(work: Path, days: int, requests: int, prompt_kb: int) -> dict:
 def publish_stage(args: dict) -> dict:
     """Publishing on the finished history, in its own process: the nightly's publish (the last day forced, as
     a run of that day does), one with nothing changed, a first publish into an empty lake, and the old copy."""
-    from citegate_assets.lib.publish import publish_copy, publish_lake
+    from citegate_assets.lib.storage.publish import publish_copy, publish_lake
 
     warehouse, lake, work = Path(args["warehouse"]), Path(args["lake"]), Path(args["work"])
     published = warehouse.with_name(warehouse.stem + ".published.duckdb")
@@ -134,8 +134,8 @@ def metrics_stage(args: dict) -> dict:
     full recompute every night did before."""
     from datetime import UTC, datetime
 
-    from citegate_assets.lib.metrics import compute_metrics, load_definitions, update_metrics
-    from citegate_assets.lib.warehouse import connect, transaction
+    from citegate_assets.lib.metrics.preregistered import compute_metrics, load_definitions, update_metrics
+    from citegate_assets.lib.storage.warehouse import connect, transaction
 
     copy = Path(args["work"]) / "metrics-copy.duckdb"
     for old in copy.parent.glob(copy.name + "*"):
@@ -143,7 +143,7 @@ def metrics_stage(args: dict) -> dict:
     shutil.rmtree(copy.with_name(f"{copy.stem}.text"), ignore_errors=True)
     shutil.copy(args["warehouse"], copy)
     source_text = Path(args["warehouse"]).with_name(f"{Path(args['warehouse']).stem}.text")
-    if source_text.is_dir():  # the prompt text is part of the warehouse (lib/text_store.py)
+    if source_text.is_dir():  # the prompt text is part of the warehouse (lib/storage/text_store.py)
         shutil.copytree(source_text, copy.with_name(f"{copy.stem}.text"))
     definitions, now = load_definitions(), datetime.now(UTC)
     with connect(copy) as con:

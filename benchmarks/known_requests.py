@@ -1,7 +1,7 @@
 """Ingest's check for request ids seen before, against a large history (the night's cost must not grow
 with history). Per 1,000-id batch: the scan of every request id of prompt_rows that ingest once made
 (sql/ingest/existing_requests.sql over the whole batch) against the lookup in the hashes read once per run
-(lib/known_requests.py), on a warehouse of `rows` generated prompt rows. Five of the ids are duplicates.
+(lib/ingest/known_requests.py), on a warehouse of `rows` generated prompt rows. Five of the ids are duplicates.
 
     python -m benchmarks.known_requests [--work DIR] [--rows 10000000]"""
 
@@ -24,9 +24,9 @@ TARGET_MS = 50  # per batch at 10 million rows: a night of 100 batches then cost
 def measure(work: Path, rows: int) -> dict:
     import polars as pl
 
-    from citegate_assets.lib.ingest import INGEST_MEMORY_LIMIT_BYTES, bounded_memory
-    from citegate_assets.lib.known_requests import KnownRequests
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.known_requests import KnownRequests
+    from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, bounded_memory
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     work.mkdir(parents=True, exist_ok=True)
     path = work / f"history-{rows}.duckdb"

@@ -3,9 +3,9 @@ normalize the whole prompt again, then search. What the vectorized gate is measu
 
 from __future__ import annotations
 
-from citegate_assets.lib.containers import decode_prompt
-from citegate_assets.lib.normalize import normalize_texts
-from citegate_assets.lib.profiles import BODY, CONTEXT, HEADER, split_prompt
+from citegate_assets.lib.ingest.containers import decode_prompt
+from citegate_assets.lib.ingest.normalize import normalize_texts
+from citegate_assets.lib.ingest.profiles import BODY, CONTEXT, HEADER, split_prompt
 
 
 def reference_reason(prompt: str, encoding: str, profile, retrieved: dict[str, str], chunk_id: str, span: str) -> str:

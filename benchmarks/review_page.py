@@ -42,10 +42,10 @@ def base_run(work: Path) -> Path:
 
 def inflate(published: Path, target: Path, entries: int) -> int:
     """A copy of the published warehouse whose queue holds `entries` rows; returns the count. The queue is a view
-    over one Parquet file, as the published copy reads its lake partitions (lib/lake.py)."""
+    over one Parquet file, as the published copy reads its lake partitions (lib/storage/lake.py)."""
     import duckdb
 
-    from citegate_assets.lib.warehouse import sql_literal
+    from citegate_assets.lib.storage.warehouse import sql_literal
 
     shutil.copy(published, target)
     queue_file = target.with_name(target.stem + ".citation_queue.parquet")

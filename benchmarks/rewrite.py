@@ -45,10 +45,10 @@ def build(work: Path, days: int, requests: int, prompt_kb: int) -> Path:
 
 
 def measure(warehouse: Path) -> dict:
-    from citegate_assets.lib.file_rewrite import rewrite_if_text_removed
-    from citegate_assets.lib.forget import forget_in_warehouse
-    from citegate_assets.lib.retention import apply_retention
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.retention.drop_text import apply_retention
+    from citegate_assets.lib.retention.forget import forget_in_warehouse
+    from citegate_assets.lib.storage.file_rewrite import rewrite_if_text_removed
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     now = datetime.now(UTC)
     with connect(warehouse) as con:

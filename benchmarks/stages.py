@@ -19,8 +19,8 @@ def peak_rss_mb() -> float:
 
 def ingest(args: dict) -> dict:
     from citegate_assets.lib.config import load_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     t0, cpu0 = time.perf_counter(), os.times()
     with connect(args["warehouse"]) as con:
@@ -55,10 +55,10 @@ def parse(args: dict) -> dict:
     """Ingest's parse workers' work alone (parse_batch on batches of 1,000 lines, no DuckDB, one process): raw prompt
     MB per CPU second. Ingest cannot go faster than cores x this, whatever the writer does."""
     from citegate_assets.lib.config import load_config
-    from citegate_assets.lib.ingest_workers import BatchLine, parse_batch
-    from citegate_assets.lib.lines import Line
-    from citegate_assets.lib.records import parse_raw_line
-    from citegate_assets.lib.timestamps import utc_now
+    from citegate_assets.lib.core.lines import Line
+    from citegate_assets.lib.core.timestamps import utc_now
+    from citegate_assets.lib.ingest.records import parse_raw_line
+    from citegate_assets.lib.ingest.workers import BatchLine, parse_batch
 
     config = load_config(args.get("config"))
     path = sorted(p for p in Path(args["landing"]).iterdir() if p.suffix == ".jsonl")[0]
@@ -89,8 +89,8 @@ def parse(args: dict) -> dict:
 
 
 def provenance(args: dict) -> dict:
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(args["warehouse"]) as con:
         [(start, end)] = con.sql("select min(day), max(day) from citations").fetchall()
@@ -102,7 +102,7 @@ def provenance(args: dict) -> dict:
 
 def bare_scan(args: dict) -> dict:
     """The same spans searched in the prompts already normalized, with nothing else (same engine as the gate)."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(args["warehouse"], read_only=True) as con:
         t0 = time.perf_counter()
@@ -119,7 +119,7 @@ def reference(args: dict) -> dict:
     from benchmarks.reference import reference_reason
     from citegate_assets.lib.config import load_config
     from citegate_assets.lib.loggen import SURFACES
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     config = load_config(args.get("config"))
     # the seed's method needs the template's patterns: the one the generator rendered each surface with
@@ -188,9 +188,9 @@ def judge(args: dict) -> dict:
 
     import polars as pl
 
-    from citegate_assets.lib.judge.openai_judge import JudgeSettings, OpenAIJudge
-    from citegate_assets.lib.support import judge_items
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+    from citegate_assets.lib.support.judge.openai_judge import JudgeSettings, OpenAIJudge
+    from citegate_assets.lib.support.judging import judge_items
     from tests.judge_server import Reply, ScriptedJudgeServer
 
     n, latency, concurrency = args["calls"], args["latency_s"], args["concurrency"]
@@ -233,9 +233,9 @@ def judge(args: dict) -> dict:
 def small_files(args: dict) -> dict:
     """Many one-line files (log shippers that write a file per request): ingest, then a re-run that reads nothing."""
     from citegate_assets.lib.config import load_config
-    from citegate_assets.lib.ingest import ingest_landing
+    from citegate_assets.lib.ingest.stream import ingest_landing
     from citegate_assets.lib.loggen import generate_logs
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing, n = Path(args["landing"]), int(args["files"])
     if not landing.exists():
@@ -309,7 +309,7 @@ def guard(args: dict) -> dict:
 def offline_judge(args: dict) -> dict:
     """The screen and lexical-v3 on the same pairs in one process: ms per pair and pairs per second, each pass
     from cold caches (every passage and claim read anew), best of `repeats` passes."""
-    from citegate_assets.lib.judge import heuristic, lexical, screen
+    from citegate_assets.lib.support.judge import heuristic, lexical, screen
 
     path = Path(__file__).resolve().parents[1] / "labels" / "demo-labels.jsonl"
     pairs = [(r["passage"], r["claim"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
@@ -333,17 +333,19 @@ def offline_judge(args: dict) -> dict:
 
 def markers(args: dict) -> dict:
     """Inline markers and span-less citations, in citations per second: reading the answers' markers
-    (lib/markers.py), anchoring their claims (lib/anchors.py), and the ingest's batch path on the same calls with
+    (lib/ingest/markers.py), anchoring their claims (lib/ingest/anchors.py), and the ingest's batch path on the same
+    calls with
     marker answers against their structured citations. The calls are generated demo logs (args: landing, their
     first `calls` lines); each answer is its citations' claims, each followed by the cited chunk as a marker: its
     id (`[kb-3#c2]`) on even calls, its rank (`[3]`) on odd ones."""
-    from citegate_assets.lib.anchors import Stretch, anchor_in_prompt, anchor_sentence
-    from citegate_assets.lib.batch import frames_of_records, marker_refs
     from citegate_assets.lib.config import load_config
-    from citegate_assets.lib.markers import read_markers
-    from citegate_assets.lib.normalize_plain import normalize_str
-    from citegate_assets.lib.records import Record, parse_line
-    from citegate_assets.lib.timestamps import utc_now
+    from citegate_assets.lib.core.timestamps import utc_now
+    from citegate_assets.lib.ingest.anchors import Stretch, anchor_in_prompt, anchor_sentence
+    from citegate_assets.lib.ingest.batch import frames_of_records
+    from citegate_assets.lib.ingest.citation_rows import marker_refs
+    from citegate_assets.lib.ingest.markers import read_markers
+    from citegate_assets.lib.ingest.normalize_plain import normalize_str
+    from citegate_assets.lib.ingest.records import Record, parse_line
 
     config = load_config(args.get("config"))
     now = utc_now()

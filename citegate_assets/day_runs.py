@@ -6,7 +6,7 @@ A night is three phases, each a Dagster run in the same instance, so the UI show
    parse processes are the N workers;
 2. one day run per day (shared run lock), N at a time in a pool of spawned processes, each an in-process
    Dagster run of the daily assets after ingest for one partition key; they take turns at the DuckDB file
-   (lib/runlock.py, the open lock) while their Python work (the numeric check, the offline judge) runs at once;
+   (lib/core/runlock.py, the open lock) while their Python work (the numeric check, the offline judge) runs at once;
    the steps that call the judge take a slot of the `citegate_judge` pool, whose limit is set to N;
 3. the whole-night tail (exclusive): retention, the gate status, the weekly metrics and the publish, once.
 
@@ -27,9 +27,9 @@ from typing import Any
 
 import dagster as dg
 
-from citegate_assets.lib.processes import spawned_pool
-from citegate_assets.lib.runlock import run_lock
-from citegate_assets.lib.settings import Settings
+from citegate_assets.lib.core.paths import Settings
+from citegate_assets.lib.core.processes import spawned_pool
+from citegate_assets.lib.core.runlock import run_lock
 
 PHASE_TAG = "citegate/phase"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from citegate_assets.lib.private import private_umask
-from citegate_assets.lib.settings import source_checkout
+from citegate_assets.lib.core.paths import source_checkout
+from citegate_assets.lib.core.private import private_umask
 
 private_umask()  # the code location's processes write run storage and the warehouse: owner-only files
 

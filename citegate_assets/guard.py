@@ -8,7 +8,7 @@
     result = check_citations(prompt, retrieved, answer=answer)   # an answer with inline markers ("... [1][3].")
 
 The verdicts are the ones `provenance_results` would hold the next night for the same call (same
-normalization, same chunk location, same reasons, precedence and offsets): lib/layout.py holds the
+normalization, same chunk location, same reasons, precedence and offsets): lib/ingest/layout.py holds the
 one plain-Python copy of that logic, and tests/test_guard.py keeps it equal to the pipeline.
 Imports only the standard library and citegate's pure modules: no dagster, duckdb or polars.
 """
@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from citegate_assets.lib.anchors import passage_section_index
 from citegate_assets.lib.config import Config, load_config
-from citegate_assets.lib.containers import decode_body
-from citegate_assets.lib.layout import (
+from citegate_assets.lib.core.reasons import ASSEMBLY_FAILURES
+from citegate_assets.lib.ingest.anchors import passage_section_index
+from citegate_assets.lib.ingest.containers import decode_body
+from citegate_assets.lib.ingest.layout import (
     OVER_BUDGET,
     Layout,
     block_label,
@@ -34,12 +35,11 @@ from citegate_assets.lib.layout import (
     resolve_cited_id,
     spanless_verdict,
 )
-from citegate_assets.lib.markers import MarkerRefs, TooManyMarkers, read_markers
-from citegate_assets.lib.normalize_plain import normalize_str
-from citegate_assets.lib.numbers import missing_quantities
-from citegate_assets.lib.profiles import AUTO, BUILTIN_PROFILES
-from citegate_assets.lib.reasons import ASSEMBLY_FAILURES
-from citegate_assets.lib.records import MARKER, Reject, parse_citations, parse_retrieved
+from citegate_assets.lib.ingest.markers import MarkerRefs, TooManyMarkers, read_markers
+from citegate_assets.lib.ingest.normalize_plain import normalize_str
+from citegate_assets.lib.ingest.profiles import AUTO, BUILTIN_PROFILES
+from citegate_assets.lib.ingest.records import MARKER, Reject, parse_citations, parse_retrieved
+from citegate_assets.lib.support.numbers import missing_quantities
 
 __all__ = [
     "ChunkArrival",
@@ -292,7 +292,8 @@ def to_log_record(
 
 
 def _marker_citations(layout: Layout, retrieved: list[dict], answer: str, pattern: str) -> list[dict]:
-    """The answer's marker citations, resolved as ingest resolves them (lib/batch.py _marker_citations)."""
+    """The answer's marker citations, resolved as ingest resolves them (lib/ingest/citation_rows.py
+    _marker_citations)."""
     chunks = parse_retrieved(retrieved)
     assert not isinstance(chunks, Reject)  # _prompt checked them
     in_prompt = {s.chunk_id for s in layout.sections if s.chunk_id is not None}

@@ -10,14 +10,14 @@ import dagster as dg
 
 from citegate_assets.day_runs import NightResult, day_list, run_night_in_parallel
 from citegate_assets.lib.config import Config, parse_config
-from citegate_assets.lib.landing import days_in_landing
-from citegate_assets.lib.records import EARLIEST_DAY
-from citegate_assets.lib.retention import retained_days
-from citegate_assets.lib.runlock import run_lock
-from citegate_assets.lib.settings import Settings, prepare_dagster_home
-from citegate_assets.lib.settings import resolve as resolve_settings
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import connect, query
+from citegate_assets.lib.core.paths import Settings, prepare_dagster_home
+from citegate_assets.lib.core.paths import resolve as resolve_settings
+from citegate_assets.lib.core.runlock import run_lock
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.ingest.landing import days_in_landing
+from citegate_assets.lib.ingest.records import EARLIEST_DAY
+from citegate_assets.lib.retention.drop_text import retained_days
+from citegate_assets.lib.storage.warehouse import connect, query
 
 
 @dataclass
@@ -132,7 +132,7 @@ def run_range(
     say: where the day runs' progress goes (one line per run).
 
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
-    the flags and everything is resolved here (lib/settings.py). The run uses exactly these paths:
+    the flags and everything is resolved here (lib/core/paths.py). The run uses exactly these paths:
     every one goes into the resources' run config."""
     from citegate_assets.definitions import defs
     from citegate_assets.defs.partitions import before_first_day

@@ -22,7 +22,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from citegate_assets.cli import main as citegate  # noqa: E402
-from citegate_assets.lib.warehouse import connect  # noqa: E402
+from citegate_assets.lib.storage.warehouse import connect  # noqa: E402
 from tests.judge_server import Reply, ScriptedJudgeServer  # noqa: E402
 
 SUPPORT_TIERS = """

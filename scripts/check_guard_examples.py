@@ -47,8 +47,8 @@ HEAVY = ("dagster", "duckdb", "polars", "pyarrow")
 from citegate_assets import guard  # noqa: E402
 
 assert not {m.split(".")[0] for m in sys.modules} & set(HEAVY), "the guard imported a pipeline dependency"
-from citegate_assets.lib.containers import decode_body  # noqa: E402
-from citegate_assets.lib.records import Record, parse_line  # noqa: E402
+from citegate_assets.lib.ingest.containers import decode_body  # noqa: E402
+from citegate_assets.lib.ingest.records import Record, parse_line  # noqa: E402
 
 # --- no network ----------------------------------------------------------------------------------------
 _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex

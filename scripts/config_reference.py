@@ -1,6 +1,7 @@
 """Writes docs/configuration-reference.md from the config schema: every section of citegate.toml, every key with its
 type, default and meaning, read from the section dataclasses that citegate_assets/lib/config.py composes (each
-field's check and doc, lib/config_fields.py) and the template profile's fields (lib/profiles.py). The page is never
+field's check and doc, lib/core/config_fields.py) and the template profile's fields (lib/ingest/profiles.py). The page
+is never
 edited by hand.
 
     python scripts/config_reference.py           # rewrite the page
@@ -15,7 +16,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 from citegate_assets.lib import config
-from citegate_assets.lib.profiles import CHUNK_REFS, CONTEXT_MESSAGES, UNESCAPES, Profile
+from citegate_assets.lib.ingest.profiles import CHUNK_REFS, CONTEXT_MESSAGES, UNESCAPES, Profile
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration-reference.md"
 COMMAND = "python scripts/config_reference.py"

@@ -34,7 +34,7 @@ Written to tests/fixtures/adapters/openinference/:
   spans), what the adapter must make of it (a record with its retrieved ids, or a reject reason), and the LLM
   span that wraps it, if any.
 The script checks, and prints, that every openai/anthropic span's input.value equals (as JSON) the body the
-server received: the SDK parameters are the body in content, not in bytes (see lib/adapters/openinference.py).
+server received: the SDK parameters are the body in content, not in bytes (see lib/ingest/adapters/openinference.py).
 """
 
 from __future__ import annotations

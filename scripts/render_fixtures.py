@@ -55,7 +55,7 @@ import tiktoken  # noqa: E402
 
 ENC = tiktoken.get_encoding("cl100k_base")
 
-from citegate_assets.lib.containers import decode_body  # noqa: E402  (stdlib only: no dagster needed)
+from citegate_assets.lib.ingest.containers import decode_body  # noqa: E402  (stdlib only: no dagster needed)
 
 # --- the scenario ---------------------------------------------------------------------------------------
 # A help-center knowledge base, chunked by paragraph groups. Texts carry curly quotes, en/em dashes,

@@ -2,7 +2,7 @@
 
 Data: the WiCE oracle retrieval data, dev split (labels/wice/dev-labels.jsonl, 1,043 pairs, ODC-BY; see
 labels/wice/README.md) and the demo labels (labels/demo-labels.jsonl, 224 pairs). Features: FEATURE_NAMES of
-citegate_assets/lib/judge/lexical.py. Models, all deterministic (no random start, no sampling): P(yes) against
+citegate_assets/lib/support/judge/lexical.py. Models, all deterministic (no random start, no sampling): P(yes) against
 partial+no is the mean log-odds of an L2-regularised logistic regression on standardised features (Newton's
 method) and of TREES gradient-boosted trees of depth DEPTH on the raw features (Newton steps on the logistic
 loss, splits at BINS quantile cuts); P(no) against yes+partial is a logistic regression alone. Each demo pair
@@ -35,9 +35,9 @@ import numpy as np
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from citegate_assets.lib.calibration import wilson_interval  # noqa: E402
-from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL, heuristic_verdict  # noqa: E402
-from citegate_assets.lib.judge.lexical import (  # noqa: E402
+from citegate_assets.lib.calibration.rates import wilson_interval  # noqa: E402
+from citegate_assets.lib.support.judge.heuristic import HEURISTIC_MODEL, heuristic_verdict  # noqa: E402
+from citegate_assets.lib.support.judge.lexical import (  # noqa: E402
     FEATURE_NAMES,
     LEXICAL_MODEL,
     WEIGHTS_FILE,

@@ -39,9 +39,9 @@ sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(PROJECT / "scripts"))
 
 import train_judge as lexical_training  # noqa: E402
-from citegate_assets.lib.calibration import wilson_interval  # noqa: E402
-from citegate_assets.lib.judge.lexical import FEATURE_NAMES, pair_facts  # noqa: E402
-from citegate_assets.lib.judge.screen import (  # noqa: E402
+from citegate_assets.lib.calibration.rates import wilson_interval  # noqa: E402
+from citegate_assets.lib.support.judge.lexical import FEATURE_NAMES, pair_facts  # noqa: E402
+from citegate_assets.lib.support.judge.screen import (  # noqa: E402
     SCREEN_MODEL,
     WEIGHTS_FILE,
     ScreenWeights,
@@ -131,7 +131,7 @@ def choose_threshold(data: Tuning, idx: np.ndarray, seed: int) -> float:
 
 def no_rule(data_rows: list[dict]) -> np.ndarray:
     """The screen's `no` on each row, from the features alone (as screen_verdict decides it)."""
-    from citegate_assets.lib.judge.heuristic import claim_parts
+    from citegate_assets.lib.support.judge.heuristic import claim_parts
 
     out = []
     for r in data_rows:

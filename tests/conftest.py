@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.lib.config import load_config, parse_config
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -171,8 +171,8 @@ def copy_run(root, target) -> None:
 
 def lake_versions(lake) -> dict[str, int]:
     """The version of each of the lake's Delta tables (a folder or an s3:// URI): what a direct reader sees."""
-    from citegate_assets.lib import lake as lake_module
-    from citegate_assets.lib.lake_store import open_store
+    from citegate_assets.lib.storage import lake as lake_module
+    from citegate_assets.lib.storage.lake_store import open_store
 
     store = open_store(lake)
     found = {}
@@ -189,7 +189,7 @@ def another_writer_commits_first(monkeypatch, table: str, commit) -> list[str]:
     publish_elsewhere(), as delta-rs cannot be entered again from the thread it streams on), so this write's commit
     finds a newer version that replaced the same days. Returns the log: "write" for each write of the table's days
     that started, "other" when commit() ran."""
-    from citegate_assets.lib import lake as lake_module
+    from citegate_assets.lib.storage import lake as lake_module
 
     real_rows = lake_module._rows
     ran: list[str] = []
@@ -227,7 +227,7 @@ def publish_elsewhere(warehouse, published, lake, days: list[str]) -> None:
         "import sys\n"
         "from datetime import date\n"
         "from pathlib import Path\n"
-        "from citegate_assets.lib.publish import publish_lake\n"
+        "from citegate_assets.lib.storage.publish import publish_lake\n"
         "publish_lake(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], "
         "run_days=[date.fromisoformat(d) for d in sys.argv[4:]])\n"
     )
@@ -242,7 +242,7 @@ def as_schema_11(con) -> None:
     its text inline, no text folder."""
     import shutil
 
-    from citegate_assets.lib.text_store import text_dir
+    from citegate_assets.lib.storage.text_store import text_dir
 
     folder = text_dir(con)
     con.execute("create temp table text_inline as select request_id, prompt_raw, prompt_normalized from prompts")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.adapters.anthropic import ADAPTER, UNVERIFIABLE, convert_line
-from citegate_assets.lib.adapters.base import AdapterSettings, Call, LineReject
-from citegate_assets.lib.lines import Line
-from citegate_assets.lib.records import Record, parse_raw_line
+from citegate_assets.lib.core.lines import Line
+from citegate_assets.lib.ingest.adapters.anthropic import ADAPTER, UNVERIFIABLE, convert_line
+from citegate_assets.lib.ingest.adapters.base import AdapterSettings, Call, LineReject
+from citegate_assets.lib.ingest.records import Record, parse_raw_line
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters" / "anthropic"
 EXCHANGES = FIXTURES / "exchanges.jsonl"
@@ -322,8 +322,8 @@ def test_shared_block_ids_are_made_unique_and_citations_path_is_followed():
 def _ingest(con, tmp_path: Path):
     """The converted records as citegate-log/1 lines in a landing folder, ingested; (landing, config)."""
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.warehouse import ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.storage.warehouse import ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -348,7 +348,7 @@ def _fill_location_mismatch(con) -> None:
 
 
 def _gate(con) -> dict[str, tuple[str, str]]:
-    from citegate_assets.lib.provenance import check_provenance
+    from citegate_assets.lib.provenance.gate import check_provenance
 
     check_provenance(con, date(2026, 11, 1), date(2026, 11, 30))
     rows = con.sql("select citation_id, reason, verdict from provenance_results").fetchall()
@@ -356,8 +356,8 @@ def _gate(con) -> dict[str, tuple[str, str]]:
 
 
 def test_every_planted_reason_end_to_end(tmp_path):
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(tmp_path / "warehouse.duckdb") as con:
         landing, config = _ingest(con, tmp_path)
@@ -407,7 +407,7 @@ def test_every_planted_reason_end_to_end(tmp_path):
 def test_without_the_location_check_the_mismatches_would_pass_or_be_misblamed(tmp_path):
     """What location_mismatch prevents: with the column empty, a shifted char range is `ok`, a document the
     logged body lacks is blamed on the model (`fabricated_id`), and text the log cut on the assembly."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(tmp_path / "warehouse.duckdb") as con:
         _ingest(con, tmp_path)
@@ -421,7 +421,7 @@ def test_without_the_location_check_the_mismatches_would_pass_or_be_misblamed(tm
 
 def test_location_mismatch_outranks_every_other_reason(tmp_path):
     """Rows written straight into a real warehouse: a mismatch on a citation of each planted reason wins."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(tmp_path / "warehouse.duckdb") as con:
         _ingest(con, tmp_path)
@@ -432,7 +432,7 @@ def test_location_mismatch_outranks_every_other_reason(tmp_path):
 
 def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
     """Ingest copies each citation's `location_mismatch` from the record into citations.location_mismatch."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(tmp_path / "warehouse.duckdb") as con:
         _ingest(con, tmp_path)
@@ -446,11 +446,11 @@ def test_ingest_fills_location_mismatch_from_the_record(tmp_path):
 
 
 def test_the_exchange_file_itself_in_the_landing_folder(tmp_path):
-    """Ingest detects and converts a trace file (lib/adapters/__init__.py): the recorded exchanges.jsonl dropped
+    """Ingest detects and converts a trace file (lib/ingest/adapters/__init__.py): the recorded exchanges.jsonl dropped
     as is into the landing folder gives every planted reason."""
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -591,7 +591,7 @@ def test_page_location_into_a_pdf_is_checked_against_the_pages_pypdf_reads():
     """Line 9: a two-page PDF made with fpdf2. Its pages' text is the document's text in the prompt and in
     `retrieved`; a page_location holds when its cited text is on the cited pages (line wraps aside), and its span
     is then the pages' own text."""
-    from citegate_assets.lib.containers import decode_body
+    from citegate_assets.lib.ingest.containers import decode_body
 
     call = _calls()[8]
     assert call.request_id == "msg_fx_anthropic_09" and call.record is not None
@@ -610,7 +610,7 @@ def test_page_location_into_a_pdf_is_checked_against_the_pages_pypdf_reads():
 
 
 def test_an_encrypted_or_oversized_pdf_is_unverifiable_never_a_pass(monkeypatch):
-    from citegate_assets.lib import pdf_text
+    from citegate_assets.lib.ingest import pdf_text
 
     locked = _calls()[9]
     assert locked.request_id == "msg_fx_anthropic_10" and locked.record is not None

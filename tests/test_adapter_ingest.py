@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib import adapters
-from citegate_assets.lib.adapters import AdapterSettings, Call, LineReject
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.landing import days_in_landing, is_log_name, is_trace_name
-from citegate_assets.lib.warehouse import query
+from citegate_assets.lib.ingest import adapters
+from citegate_assets.lib.ingest.adapters import AdapterSettings, Call, LineReject
+from citegate_assets.lib.ingest.landing import days_in_landing, is_log_name, is_trace_name
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.storage.warehouse import query
 
 from .helpers import CHUNKS, render_prompt, scenario_record
 
@@ -368,11 +368,11 @@ def test_a_call_already_ingested_from_another_file_is_a_duplicate(con, landing, 
 
 
 def test_a_crash_mid_file_resumes_without_duplicates(con, landing, config, monkeypatch):
-    from citegate_assets.lib import ingest as ingest_module
+    from citegate_assets.lib.ingest import writer as ingest_writer
 
     write(landing / "traces.jsonl", trace_file())
     calls = {"n": 0}
-    real = ingest_module._write_batch
+    real = ingest_writer._write_batch
 
     def dies_on_second_batch(*args):
         calls["n"] += 1
@@ -380,10 +380,10 @@ def test_a_crash_mid_file_resumes_without_duplicates(con, landing, config, monke
             raise OSError("disk gone")
         return real(*args)
 
-    monkeypatch.setattr(ingest_module, "_write_batch", dies_on_second_batch)
-    with pytest.raises(ingest_module.IngestWriteError):
+    monkeypatch.setattr(ingest_writer, "_write_batch", dies_on_second_batch)
+    with pytest.raises(ingest_writer.IngestWriteError):
         ingest_landing(con, landing, config, now=NOW, final=True, batch_lines=3)
-    monkeypatch.setattr(ingest_module, "_write_batch", real)
+    monkeypatch.setattr(ingest_writer, "_write_batch", real)
     [(_, status, items, *_)] = ledger(con)
     assert (status, items) == ("partial", 3)
     ingest_landing(con, landing, config, now=NOW, final=True)
@@ -505,7 +505,7 @@ def test_a_copy_under_a_second_name_in_the_same_run_adds_nothing(con, landing, c
     ],
 )
 def test_what_an_adapter_could_not_recover_is_validated_like_any_field(change, reason):
-    from citegate_assets.lib.records import Reject, parse_record
+    from citegate_assets.lib.ingest.records import Reject, parse_record
 
     record = {**scenario_record("plain-list", "text"), **change}
     got = parse_record(record, datetime(2026, 11, 20, tzinfo=UTC))
@@ -513,7 +513,7 @@ def test_what_an_adapter_could_not_recover_is_validated_like_any_field(change, r
 
 
 def test_what_an_adapter_could_not_recover_is_kept():
-    from citegate_assets.lib.records import Record, parse_record
+    from citegate_assets.lib.ingest.records import Record, parse_record
 
     base = scenario_record("plain-list", "text")
     retrieved = [{**base["retrieved"][0], "text_source": "prompt"}, *base["retrieved"][1:]]

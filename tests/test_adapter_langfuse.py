@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.guard import check_citations
-from citegate_assets.lib.adapters.base import AdapterSettings, Call, LineReject
-from citegate_assets.lib.adapters.langfuse import ADAPTER, _read, paired_retrievers
-from citegate_assets.lib.records import Record, parse_record
+from citegate_assets.lib.ingest.adapters.base import AdapterSettings, Call, LineReject
+from citegate_assets.lib.ingest.adapters.langfuse import ADAPTER, _read, paired_retrievers
+from citegate_assets.lib.ingest.records import Record, parse_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters" / "langfuse"
 LAYOUTS = ["observations_page.json", "observations_export.jsonl"]
@@ -183,9 +183,9 @@ def test_ingested_calls_land_once_with_their_planted_reasons(tmp_path):
     """Through ingest and the provenance gate: the converted calls of both layouts land once (the second layout's
     are duplicate_request_id, same prompt), a rerun adds nothing, and every citation gets its planted reason."""
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -214,9 +214,9 @@ def test_a_vector_store_documents_chunk_id_comes_from_metadata_not_the_store_uui
     from datetime import date
 
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     truth = json.loads((FIXTURES / "expected_vectorstore.json").read_text(encoding="utf-8"))
     landing = tmp_path / "landing"

@@ -7,9 +7,9 @@ import json
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from citegate_assets.lib.adapters.base import AdapterSettings, Call, LineReject
-from citegate_assets.lib.adapters.openinference import ADAPTER, _Trace, pair_retrievers, parse_span
-from citegate_assets.lib.records import Record, parse_record
+from citegate_assets.lib.ingest.adapters.base import AdapterSettings, Call, LineReject
+from citegate_assets.lib.ingest.adapters.openinference import ADAPTER, _Trace, pair_retrievers, parse_span
+from citegate_assets.lib.ingest.records import Record, parse_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters" / "openinference"
 SPANS = FIXTURES / "phoenix_spans.jsonl"
@@ -357,9 +357,9 @@ def test_every_citation_gets_its_planted_reason_and_every_call_lands_once(tmp_pa
     """The span export itself in the landing folder: ingest detects and converts it, the gate gives every
     citation its planted reason, the bad line and the two hidden/cut calls are rejects, and a rerun adds nothing."""
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()

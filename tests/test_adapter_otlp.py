@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.guard import check_citations
-from citegate_assets.lib.adapters.base import AdapterSettings, Call, LineReject
-from citegate_assets.lib.adapters.otlp import ADAPTER, OtlpAdapter
-from citegate_assets.lib.adapters.traces import LLM, OTHER, RETRIEVER, Span, SpanTree, pair
-from citegate_assets.lib.records import Record, parse_record
+from citegate_assets.lib.ingest.adapters.base import AdapterSettings, Call, LineReject
+from citegate_assets.lib.ingest.adapters.otlp import ADAPTER, OtlpAdapter
+from citegate_assets.lib.ingest.adapters.traces import LLM, OTHER, RETRIEVER, Span, SpanTree, pair
+from citegate_assets.lib.ingest.records import Record, parse_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters" / "otlp"
 FILES = ("otlp_attributes.jsonl", "otlp_events.jsonl")
@@ -71,7 +71,7 @@ def test_detect_claims_otlp_json_lines_only():
 
 
 def test_the_registry_detects_otlp_files():
-    from citegate_assets.lib.adapters import adapter, detect
+    from citegate_assets.lib.ingest.adapters import adapter, detect
 
     assert adapter("otlp").name == "otlp"
     for name in FILES:
@@ -182,9 +182,9 @@ def test_every_planted_reason_through_the_guard():
 
 def test_every_planted_reason_through_ingest_and_the_provenance_gate(tmp_path):
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()

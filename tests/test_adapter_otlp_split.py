@@ -15,9 +15,9 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "adapters" / "otlp"
 SPANS = ("otlp_split_events_spans.jsonl", "otlp_split_details_spans.jsonl")

@@ -7,9 +7,9 @@ from datetime import date
 import duckdb
 import pytest
 
-from citegate_assets.lib.agreement import SALT, agreement, agreement_key, cohen_kappa, confusion_rows
-from citegate_assets.lib.judge.base import VERDICTS
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.agreement import SALT, agreement, agreement_key, cohen_kappa, confusion_rows
+from citegate_assets.lib.support.judge.base import VERDICTS
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import PROFILE_ENCODINGS, scenario_record, write_jsonl

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib import ingest_workers
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.sampling import select_sample
-from citegate_assets.lib.warehouse import connect, ensure_schema, query
+from citegate_assets.lib.ingest import workers as ingest_workers
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema, query
+from citegate_assets.lib.support.sampling import select_sample
 
 from .helpers import CHUNKS, scenario_record
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from citegate_assets.lib.calibration import (
+from citegate_assets.lib.calibration.rates import (
     calibration_summary,
     confusion,
     extra_queue_per_week,
@@ -18,7 +18,7 @@ from citegate_assets.lib.calibration import (
     wilson_interval,
 )
 from citegate_assets.lib.report_view import calibration_report
-from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect
+from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION, connect
 from citegate_assets.pipeline import run_calibration
 
 from .helpers import write_jsonl

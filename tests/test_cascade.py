@@ -15,12 +15,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from citegate_assets.lib.judge.prompt import render_prompt
-from citegate_assets.lib.judge.screen import screen_verdict
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.passages import cited_passages
+from citegate_assets.lib.provenance.passages import cited_passages
 from citegate_assets.lib.report_view import summarize
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.judge.prompt import render_prompt
+from citegate_assets.lib.support.judge.screen import screen_verdict
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .judge_server import Reply, ScriptedJudgeServer
@@ -265,7 +265,7 @@ def test_calibration_rows_name_their_tier_and_the_gate_reads_the_screens(landing
 def test_a_schema_16_warehouse_gains_the_tier_columns_and_keeps_its_rows(tmp_path):
     """Migration 017: support_verdicts.decided_by and judge_calibration's tier columns are added; the rows written
     before keep nulls (an old verdict was the one configured judge's, an old calibration row the judge alone)."""
-    from citegate_assets.lib.warehouse import SCHEMA_VERSION, ensure_schema
+    from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION, ensure_schema
 
     path = tmp_path / "w.duckdb"
     with connect(path) as con:

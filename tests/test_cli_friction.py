@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib import settings as where
+from citegate_assets.lib.core import paths as where
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.report_view import summarize
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan
 from tests.helpers import run_once
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 TRACE = Path(__file__).parent / "fixtures" / "adapters" / "otlp" / "otlp_attributes.jsonl"
 
@@ -84,7 +84,7 @@ def test_commands_that_run_dagster_import_it(work, argv):
 
 def test_loading_the_definitions_does_not_import_openai():
     """Every day process of `run --workers N` loads the definitions; openai costs about a second there and is needed
-    only by a run whose judge is an endpoint (lib/judge/factory.py and the Batch API client import it then)."""
+    only by a run whose judge is an endpoint (lib/support/judge/factory.py and the Batch API client import it then)."""
     probe = (
         "import sys\n"
         "from citegate_assets.definitions import defs\n"

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.adapters.base import AdapterSettings
 from citegate_assets.lib.config import (
     AdaptersConfig,
     CalibrationConfig,
@@ -17,6 +16,7 @@ from citegate_assets.lib.config import (
     load_config,
     parse_config,
 )
+from citegate_assets.lib.ingest.adapters.base import AdapterSettings
 
 
 def test_demo_config_loads(demo_config):
@@ -326,9 +326,9 @@ def test_calibration_section_defaults_and_the_project_file():
 def test_secondary_judge_section(monkeypatch):
     """[judge.secondary]: absent is None (nothing changes); its keys are checked and named like the rest."""
     from citegate_assets.lib.config import SecondaryJudgeConfig
-    from citegate_assets.lib.judge.factory import make_secondary_judge
-    from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL
-    from citegate_assets.lib.judge.openai_judge import OpenAIJudge
+    from citegate_assets.lib.support.judge.factory import make_secondary_judge
+    from citegate_assets.lib.support.judge.heuristic import HEURISTIC_MODEL
+    from citegate_assets.lib.support.judge.openai_judge import OpenAIJudge
 
     assert parse_config({}, None).judge.secondary is None
     assert make_secondary_judge(parse_config({}, None).judge, env={}) is None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.lib import config
-from citegate_assets.lib.profiles import Profile
+from citegate_assets.lib.ingest.profiles import Profile
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from citegate_assets.lib.containers import (
+from citegate_assets.lib.ingest.containers import (
     Decoded,
     DocumentBlock,
     Message,

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 
 from .helpers import lake_versions
 from .judge_server import Reply, ScriptedJudgeServer
@@ -122,7 +122,7 @@ def pair_key(content: str) -> str:
     """sha256(passage) || sha256(claim) of a request, as judge_cache stores them."""
     import hashlib
 
-    from citegate_assets.lib.judge.prompt import TEMPLATE_V1
+    from citegate_assets.lib.support.judge.prompt import TEMPLATE_V1
 
     head, rest = TEMPLATE_V1.split("{passage_text}")
     middle, tail = rest.split("{claim_sentence}")
@@ -336,7 +336,7 @@ def test_a_killed_run_leaves_no_offline_judge_worker(tmp_path, dagster_home):
 
 INGEST_WITH_WORKERS = (
     "import sys\n"
-    "from citegate_assets.lib import ingest_workers\n"
+    "from citegate_assets.lib.ingest import workers as ingest_workers\n"
     "ingest_workers.SPAWN_AFTER_BYTES = 0  # parse in the workers from the first batch\n"
     "from citegate_assets.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
@@ -372,7 +372,7 @@ def test_a_killed_night_leaves_no_day_process(tmp_path, dagster_home):
 
 POOL_THEN_WAIT = """
 import re, sys, threading, time
-from citegate_assets.lib.processes import spawned_pool
+from citegate_assets.lib.core.processes import spawned_pool
 
 def start():
     pool = spawned_pool(2)

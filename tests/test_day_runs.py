@@ -16,8 +16,8 @@ from citegate_assets.day_runs import night_phases
 from citegate_assets.definitions import defs
 from citegate_assets.defs.asset_defaults import JUDGE_POOL
 from citegate_assets.defs.resources import day_assets, is_day_run
+from citegate_assets.lib.core.runlock import RunLockedError, open_lock, run_lock
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.runlock import RunLockedError, open_lock, run_lock
 
 from .judge_server import Reply, ScriptedJudgeServer
 from .test_crash_safety import published_state, start_run
@@ -126,7 +126,7 @@ def hold(warehouse, *, shared: bool, kind: str = "run"):
     code = textwrap.dedent(
         f"""
         import time, pathlib
-        from citegate_assets.lib.runlock import run_lock, open_lock
+        from citegate_assets.lib.core.runlock import run_lock, open_lock
         with {take}:
             print("held", flush=True)
             time.sleep(60)
@@ -149,7 +149,7 @@ def test_day_runs_share_the_run_lock_and_a_whole_run_waits_for_them(tmp_path):
             [
                 sys.executable,
                 "-c",
-                "import pathlib; from citegate_assets.lib.runlock import run_lock\n"
+                "import pathlib; from citegate_assets.lib.core.runlock import run_lock\n"
                 f"with run_lock(pathlib.Path({str(warehouse)!r}),\n"
                 "              on_wait=lambda h: print('waiting for', h, flush=True)):\n"
                 "    print('whole run', flush=True)",
@@ -191,7 +191,7 @@ def test_a_second_process_waits_for_the_warehouse_file_and_then_opens_it(tmp_pat
             textwrap.dedent(
                 f"""
                 import pathlib
-                from citegate_assets.lib.runlock import open_lock
+                from citegate_assets.lib.core.runlock import open_lock
                 with open_lock(pathlib.Path({str(warehouse)!r})):
                     print("opened", flush=True)
                 """
@@ -232,7 +232,7 @@ def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_comp
         assert first.returncode == 0, out[-3000:]
     before = published_state(published, lake)
 
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     with connect(warehouse) as con:  # so the re-run has to call the judge in its day runs
         con.execute("delete from judge_cache")

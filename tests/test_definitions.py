@@ -166,7 +166,7 @@ def test_partitions_start_at_the_first_day_not_at_the_ingest_bound():
     from datetime import date
 
     from citegate_assets.defs.partitions import FIRST_DAY, daily_partitions, first_partition_day
-    from citegate_assets.lib.records import EARLIEST_DAY
+    from citegate_assets.lib.ingest.records import EARLIEST_DAY
 
     assert first_partition_day({}, today=date(2026, 11, 30)) == date(
         2025, 1, 1

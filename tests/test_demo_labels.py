@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.loggen.demo_labels import LABEL_OF_KIND, LABELLER
 from citegate_assets.lib.report_view import rate_cell
 from citegate_assets.lib.reporting import screen_held_out
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.judge.screen import HELD_OUT, SCREEN_MODEL
 
 SEED = 5
 

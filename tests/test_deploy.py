@@ -20,8 +20,8 @@ from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster_k8s import K8sRunLauncher
 
-from citegate_assets.lib.settings import ENV
-from citegate_assets.lib.warehouse import MEMORY_LIMIT_ENV, connection_settings
+from citegate_assets.lib.core.paths import ENV
+from citegate_assets.lib.storage.warehouse import MEMORY_LIMIT_ENV, connection_settings
 
 from .pg_server import postgres_server
 
@@ -129,7 +129,8 @@ def test_the_image_installs_the_extras_the_instance_needs():
 def test_values_and_instance_agree_on_paths_and_one_writer(values, instance_yaml, monkeypatch):
     [deployment] = values["dagster-user-deployments"]["deployments"]
     env = {item["name"]: item["value"] for item in deployment["env"]}
-    # only variables citegate reads: the paths of lib/settings.py, and DuckDB's memory limit (lib/warehouse.py)
+    # only variables citegate reads: the paths of lib/core/paths.py, and DuckDB's memory limit
+    # (lib/storage/warehouse.py)
     assert set(env) <= {*ENV.values(), MEMORY_LIMIT_ENV}
     monkeypatch.setenv(MEMORY_LIMIT_ENV, env[MEMORY_LIMIT_ENV])
     assert connection_settings()["memory_limit"] == env[MEMORY_LIMIT_ENV]  # a size DuckDB reads

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.batch import frames_of_records
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.doctor import chunk_fits, doctor, read_landing
-from citegate_assets.lib.records import parse_line
-from citegate_assets.lib.terminal import ESCAPED_CATEGORIES
+from citegate_assets.lib.core.terminal import ESCAPED_CATEGORIES
+from citegate_assets.lib.ingest.batch import frames_of_records
+from citegate_assets.lib.ingest.doctor import chunk_fits, doctor, read_landing
+from citegate_assets.lib.ingest.records import parse_line
 
 from .helpers import scenario_record, write_jsonl
 

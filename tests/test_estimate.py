@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib import passages as passages_module
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.estimate import (
     CHARS_PER_TOKEN,
@@ -26,14 +25,15 @@ from citegate_assets.lib.estimate import (
     render,
     selected_pairs,
 )
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.judge.prompt import render_prompt
+from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.policies import registered_policies
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.retention import drop_text
-from citegate_assets.lib.sampling import SALT, sample_key, select_sample
-from citegate_assets.lib.warehouse import connect, ensure_schema, transaction
+from citegate_assets.lib.provenance import passages as passages_module
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.retention.drop_text import drop_text
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema, transaction
+from citegate_assets.lib.support.judge.prompt import render_prompt
+from citegate_assets.lib.support.policies import registered_policies
+from citegate_assets.lib.support.sampling import SALT, sample_key, select_sample
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .judge_server import Reply, ScriptedJudgeServer

@@ -1,4 +1,5 @@
-"""The working DuckDB file is rewritten after a removal of text (lib/file_rewrite.py, docs/retention.md): DuckDB keeps
+"""The working DuckDB file is rewritten after a removal of text (lib/storage/file_rewrite.py, docs/retention.md): DuckDB
+keeps
 freed blocks as they were, so the removed text stays in the file's bytes until the rewrite; the rewrite keeps every
 row and object, leaves no free block, is skipped when nothing was removed, refuses while this process still holds the
 file, and a kill -9 in the middle of it leaves the old file usable and still marked."""
@@ -18,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.file_rewrite import rewrite_if_text_removed
-from citegate_assets.lib.forget import forget_in_warehouse
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.retention.forget import forget_in_warehouse
+from citegate_assets.lib.storage.file_rewrite import rewrite_if_text_removed
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 from .helpers import scenario_record, write_jsonl
 
@@ -119,7 +120,8 @@ def test_a_rewrite_killed_midway_leaves_the_old_file_usable_and_marked(tmp_path,
         forget_in_warehouse(con, ["r3"], by="t", reason=None, now=datetime.now(UTC))
     before = snapshot(path)
     code = (
-        f"from citegate_assets.lib.file_rewrite import rewrite_if_text_removed; rewrite_if_text_removed({str(path)!r})"
+        "from citegate_assets.lib.storage.file_rewrite import rewrite_if_text_removed; "
+        f"rewrite_if_text_removed({str(path)!r})"
     )
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)

@@ -1,4 +1,4 @@
-"""Every folder citegate reads follows the landing folder's rules (lib/folders.py): the labels and reviews folders
+"""Every folder citegate reads follows the landing folder's rules (lib/core/folders.py): the labels and reviews folders
 never follow a link out of themselves, never open a FIFO, a directory or a dangling link, read a file that a link
 inside the folder also names once, and give each entry they refuse a reject row of its own that holds none of its
 bytes; the reviews log is never written through a link; a config file that is a FIFO is refused without blocking.
@@ -19,11 +19,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from citegate_assets.lib import settings as where
+from citegate_assets.lib.calibration.labels import read_labels
 from citegate_assets.lib.config import ConfigError, load_config
-from citegate_assets.lib.labels import read_labels
+from citegate_assets.lib.core import paths as where
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.reviews import LOG_NAME, ReviewError, append_review, make_review, read_reviews
+from citegate_assets.lib.review.reviews import LOG_NAME, ReviewError, append_review, make_review, read_reviews
 
 from .test_review_web_http import Server, csrf_of, error_text, sign_in
 

@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 DAY1, DAY2 = date(2026, 11, 2), date(2026, 11, 3)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.records import Record, parse_line
+from citegate_assets.lib.ingest.records import Record, parse_line
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 NOW = datetime(2026, 11, 20, tzinfo=timezone.utc)
@@ -114,9 +114,9 @@ FITS = {
 
 def _reasons(tmp_path, files: list[Path], template: str) -> dict[str, str]:
     from citegate_assets.lib.config import parse_config
-    from citegate_assets.lib.ingest import ingest_landing
-    from citegate_assets.lib.provenance import check_provenance
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.provenance.gate import check_provenance
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / f"landing-{template}"
     landing.mkdir()
@@ -156,7 +156,7 @@ def test_each_retrieved_text_of_a_real_request_body_is_stored_once_and_reads_bac
     """Schema 13 on the SDKs' own request bodies (JSON chat messages, escaped as the openai and anthropic clients
     write them): every retrieved text the prompt holds, verbatim or escaped, is not stored a second time, and the
     docs/warehouse.md's read-back gives exactly the text as logged, for every retrieval of every file."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     from .helpers import RAW_TEXT
 

@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import plan_days, run_range
 
 # the generator's names for what it broke → the reject reason citegate records

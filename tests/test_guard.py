@@ -14,14 +14,14 @@ import pytest
 from citegate_assets import guard
 from citegate_assets.lib import loggen
 from citegate_assets.lib.config import load_config, parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.landing import landing_entries, landing_root, open_entry
-from citegate_assets.lib.lines import ReadState, open_stream, read_lines
-from citegate_assets.lib.numbers import missing_quantities
-from citegate_assets.lib.passages import cited_passages
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.records import Record, parse_line
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.core.lines import ReadState, open_stream, read_lines
+from citegate_assets.lib.ingest.landing import landing_entries, landing_root, open_entry
+from citegate_assets.lib.ingest.records import Record, parse_line
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.provenance.passages import cited_passages
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+from citegate_assets.lib.support.numbers import missing_quantities
 
 from .helpers import scenario_record
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.judge.base import JudgeRequest, JudgeResult
-from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge, heuristic_verdict, read_passage
-from citegate_assets.lib.normalize import normalize_text
+from citegate_assets.lib.ingest.normalize import normalize_text
+from citegate_assets.lib.support.judge.base import JudgeRequest, JudgeResult
+from citegate_assets.lib.support.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge, heuristic_verdict, read_passage
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEMO_LABELS = PROJECT / "labels" / "demo-labels.jsonl"

@@ -8,9 +8,9 @@ from datetime import date, datetime, timezone
 import pytest
 
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.metrics import compute_metrics, load_definitions, update_metrics
-from citegate_assets.lib.reviews import append_review, make_review
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.metrics.preregistered import compute_metrics, load_definitions, update_metrics
+from citegate_assets.lib.review.reviews import append_review, make_review
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 WEEK1, WEEK2, WEEK3 = date(2026, 11, 2), date(2026, 11, 9), date(2026, 11, 16)

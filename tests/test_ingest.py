@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from citegate_assets.lib.ingest import ingest_landing
+from citegate_assets.lib.ingest.stream import ingest_landing
 
 from .helpers import RAW_TEXT, as_schema_11, scenario_record, write_jsonl
 
@@ -159,7 +159,7 @@ def test_duplicate_request_ids_same_and_different_prompt(con, landing, config):
 
 
 def test_ids_ingested_by_an_earlier_run_are_refused_with_their_source(con, landing, config):
-    """A later run finds the ids of history through the hashes it reads once (lib/known_requests.py), whatever
+    """A later run finds the ids of history through the hashes it reads once (lib/ingest/known_requests.py), whatever
     their place in the sorted hashes: first, last or between; fresh ids beside them land."""
     history = [good(i) for i in range(1, 41)]
     write_jsonl(landing / "a.jsonl", history)
@@ -268,7 +268,7 @@ def test_lines_read_equal_ingested_plus_rejected(con, landing, config):
 
 
 def test_batches_of_one_line_give_the_same_tables(tmp_path, landing, config):
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     write_jsonl(landing / "a.jsonl", [good(1), good(1), good(2), good(3, citations="x")], raw_lines=["{"])
     results = []
@@ -305,14 +305,14 @@ RETRIEVED_TEXT = (
 
 def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
     """The generated logs (every template, json/text/python_repr prompts, malformed lines) into a new warehouse."""
-    from citegate_assets.lib import ingest as ingest_module
+    from citegate_assets.lib.ingest import run_batches
     from citegate_assets.lib.loggen import generate_logs
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "generated"
     if not landing.exists():
         generate_logs(landing, days=1, requests_per_day=80, seed=5)
-    monkeypatch.setattr(ingest_module, "STORE_RETRIEVED_TEXT_ONCE", once)
+    monkeypatch.setattr(run_batches, "STORE_RETRIEVED_TEXT_ONCE", once)
     path = tmp_path / f"once-{once}.duckdb"
     with connect(path) as c:
         ensure_schema(c)
@@ -323,7 +323,7 @@ def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
 def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
     """Schemas 9 and 11: a retrieved text that stands whole in the prompt is not stored a second time, normalized or
     as logged; readers get it back from prompt_normalized and prompt_raw, identical to the text stored before."""
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
 
     before = _ingest_generated(tmp_path, config, monkeypatch, once=False)
     after = _ingest_generated(tmp_path, config, monkeypatch, once=True)
@@ -365,7 +365,7 @@ def test_each_retrieved_text_is_stored_once(tmp_path, config, monkeypatch):
 
 def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypatch):
     """sql/migrations/009 on a warehouse written the old way gives the rows the new ingest writes."""
-    from citegate_assets.lib.warehouse import connect, run_script, transaction
+    from citegate_assets.lib.storage.warehouse import connect, run_script, transaction
 
     before = _ingest_generated(tmp_path, config, monkeypatch, once=False)
     after = _ingest_generated(tmp_path, config, monkeypatch, once=True)
@@ -390,7 +390,7 @@ def test_migration_9_stores_each_retrieved_text_once(tmp_path, config, monkeypat
 def test_migration_11_keeps_the_text_of_earlier_rows(tmp_path, config, monkeypatch):
     """A schema 10 warehouse (retrieved text as logged stored in every row) is upgraded in place, nothing rewritten:
     its rows read back the same through the readers' coalesce."""
-    from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION, connect, ensure_schema
 
     reference = _ingest_generated(tmp_path, config, monkeypatch, once=False)
     path = tmp_path / "schema10.duckdb"

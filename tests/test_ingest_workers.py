@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib import ingest_workers
 from citegate_assets.lib.config import ConfigError, parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.ingest_workers import ParsePool, resolve_workers
-from citegate_assets.lib.lines import Line
+from citegate_assets.lib.core.lines import Line
+from citegate_assets.lib.ingest import workers as ingest_workers
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.ingest.workers import ParsePool, resolve_workers
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 from .helpers import scenario_record
 
@@ -219,7 +219,7 @@ def test_the_nfc_suspect_table_is_this_pythons():
     """normalize.py skips NFC on rows without any code point NFC may change; its stored table must be complete."""
     import unicodedata
 
-    from citegate_assets.lib.normalize import NFC_SUSPECT_RANGES, UNICODE_VERSION, _hex_range, _nfc_suspects
+    from citegate_assets.lib.ingest.normalize import NFC_SUSPECT_RANGES, UNICODE_VERSION, _hex_range, _nfc_suspects
 
     if unicodedata.unidata_version != UNICODE_VERSION:
         pytest.skip("another Unicode version: the table is computed at run time")
@@ -230,8 +230,8 @@ def test_vectorized_n_equals_plain_n_on_texts_nfc_changes():
     """Rows that need NFC beside rows that do not, in one column: each the same as N on its own (plain Python)."""
     import random
 
-    from citegate_assets.lib.normalize import normalize_texts
-    from citegate_assets.lib.normalize_plain import FOLD_FROM, normalize_str
+    from citegate_assets.lib.ingest.normalize import normalize_texts
+    from citegate_assets.lib.ingest.normalize_plain import FOLD_FROM, normalize_str
 
     pieces = [
         "plain ascii",
@@ -262,10 +262,10 @@ def test_vectorized_n_equals_plain_n_on_texts_nfc_changes():
 KILLED_RUN = """
 import os, sys
 from datetime import datetime
-from citegate_assets.lib import ingest_workers
+from citegate_assets.lib.ingest import workers as ingest_workers
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 ingest_workers.SPAWN_AFTER_BYTES = 0
 batches = 0

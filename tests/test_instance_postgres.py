@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from citegate_assets.cli import main
-from citegate_assets.lib.settings import default_dagster_yaml
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.core.paths import default_dagster_yaml
+from citegate_assets.lib.storage.warehouse import connect
 
 from .helpers import CITATIONS, scenario_record, write_jsonl
 from .pg_server import postgres_server

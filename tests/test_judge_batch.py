@@ -17,11 +17,11 @@ from datetime import date
 import polars as pl
 import pytest
 
-from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
-from citegate_assets.lib.judge.openai_judge import JudgeSettings
-from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION, render_prompt
-from citegate_assets.lib.support import cache_key, judge_items_batch
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+from citegate_assets.lib.support.judge.batch import BatchClient, BatchSettings
+from citegate_assets.lib.support.judge.openai_judge import JudgeSettings
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_VERSION, render_prompt
+from citegate_assets.lib.support.judging import cache_key, judge_items_batch
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .batch_server import ScriptedBatchServer
@@ -195,7 +195,7 @@ def test_a_killed_run_is_resumed_without_a_second_batch(tmp_path):
             from datetime import date
             import polars as pl
             from tests.test_judge_batch import client_for_url, make_connect
-            from citegate_assets.lib.support import judge_items_batch
+            from citegate_assets.lib.support.judging import judge_items_batch
             frame = pl.read_parquet({str(tmp_path / "items.parquet")!r})
             judge_items_batch(make_connect({str(db)!r}), frame, client_for_url({server.base_url!r}), {{}},
                               days=(date(2026, 11, 2), date(2026, 11, 3)))
@@ -369,7 +369,7 @@ def recorded_in(path):
 
 
 def test_a_batch_created_but_not_recorded_is_adopted_not_paid_twice(tmp_path, monkeypatch):
-    import citegate_assets.lib.support as support
+    import citegate_assets.lib.support.judging as support
 
     db = tmp_path / "w.duckdb"
     frame = items("good a", "bad b", "good c")
@@ -404,8 +404,8 @@ def test_a_batch_created_but_not_recorded_is_adopted_not_paid_twice(tmp_path, mo
 
 
 def test_the_token_is_found_through_the_list_pages(tmp_path, monkeypatch):
-    import citegate_assets.lib.judge.batch as batch_module
-    import citegate_assets.lib.support as support
+    import citegate_assets.lib.support.judge.batch as batch_module
+    import citegate_assets.lib.support.judging as support
 
     monkeypatch.setattr(batch_module, "LIST_PAGE", 2)
     db = tmp_path / "w.duckdb"

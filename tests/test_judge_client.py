@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from citegate_assets.lib.judge.base import JudgeRequest
-from citegate_assets.lib.judge.openai_judge import JudgeSettings, OpenAIJudge
-from citegate_assets.lib.judge.prompt import TEMPLATE_V1, render_prompt
+from citegate_assets.lib.support.judge.base import JudgeRequest
+from citegate_assets.lib.support.judge.openai_judge import JudgeSettings, OpenAIJudge
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_V1, render_prompt
 from tests.judge_server import Reply, ScriptedJudgeServer
 
 KEY = "sk-secret-test-key"

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.judge.base import JudgeRequest
-from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
-from citegate_assets.lib.judge.factory import make_judge
-from citegate_assets.lib.judge.openai_judge import JudgeSettings, OpenAIJudge
-from citegate_assets.lib.judge.parse import answer_after_reasoning, parse_reply, whole_reply
+from citegate_assets.lib.support.judge.base import JudgeRequest
+from citegate_assets.lib.support.judge.batch import BatchClient, BatchSettings
+from citegate_assets.lib.support.judge.factory import make_judge
+from citegate_assets.lib.support.judge.openai_judge import JudgeSettings, OpenAIJudge
+from citegate_assets.lib.support.judge.parse import answer_after_reasoning, parse_reply, whole_reply
 from tests.judge_dialects import REASONING, Dialect
 from tests.judge_server import ScriptedJudgeServer
 

@@ -14,9 +14,9 @@ from datetime import date
 import polars as pl
 import pytest
 
-from citegate_assets.lib.judge.prompt import render_prompt
-from citegate_assets.lib.passages import cited_passages
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.provenance.passages import cited_passages
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.judge.prompt import render_prompt
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import scenario_record, write_jsonl

@@ -2,8 +2,8 @@
 
 import pytest
 
-from citegate_assets.lib.judge.parse import parse_verdict
-from citegate_assets.lib.judge.prompt import TEMPLATE_V1, TEMPLATE_VERSION, render_prompt
+from citegate_assets.lib.support.judge.parse import parse_verdict
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_V1, TEMPLATE_VERSION, render_prompt
 
 
 @pytest.mark.parametrize(

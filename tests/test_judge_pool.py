@@ -1,4 +1,4 @@
-"""The offline judge and the numeric check split across spawned processes (lib/processes.py): the same results
+"""The offline judge and the numeric check split across spawned processes (lib/core/processes.py): the same results
 in the same order as in process, a pair that raises is an `error` (never a pass), the work ran in other processes."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from citegate_assets.lib import processes as pool
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.judge.base import JudgeRequest, judge_in_process
-from citegate_assets.lib.judge.factory import make_judge, make_offline_judge
-from citegate_assets.lib.judge.lexical import LexicalJudge
+from citegate_assets.lib.core import processes as pool
+from citegate_assets.lib.support.judge.base import JudgeRequest, judge_in_process
+from citegate_assets.lib.support.judge.factory import make_judge, make_offline_judge
+from citegate_assets.lib.support.judge.lexical import LexicalJudge
 
 
 def judged_by(passage: str, claim: str) -> str:
@@ -94,7 +94,7 @@ def test_a_nightly_run_with_two_workers_stores_the_same_verdicts(tmp_path, dagst
     from datetime import date
 
     from citegate_assets.lib.loggen import generate_logs
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
     from citegate_assets.pipeline import RunPlan, run_range
 
     monkeypatch.setattr(pool, "MIN_ITEMS", 16)
@@ -132,13 +132,14 @@ def test_a_nightly_run_with_two_workers_stores_the_same_verdicts(tmp_path, dagst
 
 
 def test_the_numeric_check_over_chunks_and_processes_gives_the_rows_in_order(monkeypatch):
-    """numeric_checks runs numeric_piece through lib/processes.py map_rows: a chunk of rows at a time (Python strings
+    """numeric_checks runs numeric_piece through lib/core/processes.py map_rows: a chunk of rows at a time (Python
+    strings
     for one chunk only), each chunk split across spawned processes. The result is the in-process one, row for row,
     across chunk boundaries (a chunk of 600 rows here, so three chunks and a short last one)."""
     import polars as pl
 
-    from citegate_assets.lib import processes
-    from citegate_assets.lib.numbers import numeric_piece
+    from citegate_assets.lib.core import processes
+    from citegate_assets.lib.support.numbers import numeric_piece
 
     monkeypatch.setattr(processes, "ROWS_PER_CHUNK", 600)
     claims = pl.Series([f"It costs ${i} and {i % 7}%." for i in range(1500)])

@@ -1,4 +1,5 @@
-"""The judge's keys never leave as text (lib/judge/secrets.py): a gateway that echoes the key it was sent, in a 200
+"""The judge's keys never leave as text (lib/support/judge/secrets.py): a gateway that echoes the key it was sent, in a
+200
 reply, a 4xx/5xx error body or a batch result, as written, JSON-escaped or URL-escaped, leaves no form of it in the
 warehouse file, its WAL, the text files, the lake, the published copy, the Dagster home or what the CLI prints.
 The real openai client talks real HTTP to the servers of tests/judge_server.py and tests/batch_server.py, which
@@ -16,12 +17,12 @@ import pytest
 
 from citegate_assets.cli import main
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.judge.base import JudgeRequest
-from citegate_assets.lib.judge.batch import BatchClient, BatchSettings
-from citegate_assets.lib.judge.factory import configured_secrets, make_judge, make_secondary_judge
-from citegate_assets.lib.judge.openai_judge import JudgeSettings
-from citegate_assets.lib.judge.secrets import MASK, SecretMask
-from citegate_assets.lib.support import judge_items_batch
+from citegate_assets.lib.support.judge.base import JudgeRequest
+from citegate_assets.lib.support.judge.batch import BatchClient, BatchSettings
+from citegate_assets.lib.support.judge.factory import configured_secrets, make_judge, make_secondary_judge
+from citegate_assets.lib.support.judge.openai_judge import JudgeSettings
+from citegate_assets.lib.support.judge.secrets import MASK, SecretMask
+from citegate_assets.lib.support.judging import judge_items_batch
 
 from .batch_server import ScriptedBatchServer
 from .helpers import PROFILE_ENCODINGS, scenario_record, write_jsonl

@@ -1,11 +1,12 @@
-"""The in-memory lookup of history's request hashes (lib/known_requests.py): a binary search, exact at the ends."""
+"""The in-memory lookup of history's request hashes (lib/ingest/known_requests.py): a binary search, exact at the
+ends."""
 
 from datetime import date
 
 import polars as pl
 
-from citegate_assets.lib.known_requests import HASH, KnownRequests, _on_days
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.known_requests import HASH, KnownRequests, _on_days
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 
 def test_on_days_is_exact_below_between_and_above_and_gives_every_day_of_a_hash():

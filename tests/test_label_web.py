@@ -20,10 +20,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from citegate_assets.lib.label_log import LOG_NAME
-from citegate_assets.lib.normalize import normalize_text
-from citegate_assets.lib.own_labels import draw_sample
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.calibration.label_log import LOG_NAME
+from citegate_assets.lib.calibration.own_labels import draw_sample
+from citegate_assets.lib.ingest.normalize import normalize_text
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import run_calibration, run_range
 
 from .judge_server import Reply, ScriptedJudgeServer

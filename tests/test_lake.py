@@ -17,10 +17,10 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
-import citegate_assets.lib.publish as publish_module
-from citegate_assets.lib import lake as lake_module
-from citegate_assets.lib.publish import publish_lake, published_versions
-from citegate_assets.lib.warehouse import connect, ensure_schema
+import citegate_assets.lib.storage.publish as publish_module
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage.publish import publish_lake, published_versions
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 from .helpers import another_writer_commits_first, lake_versions, publish_elsewhere
 
@@ -453,7 +453,7 @@ def test_a_publish_that_reruns_a_day_never_opens_the_other_days_files(warehouse,
 
 def test_the_lake_root_follows_storage_lake_then_the_default(tmp_path):
     from citegate_assets.lib.config import load_config
-    from citegate_assets.lib.settings import resolve_beside
+    from citegate_assets.lib.core.paths import resolve_beside
 
     config = tmp_path / "conf" / "citegate.toml"
     config.parent.mkdir()

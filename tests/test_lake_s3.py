@@ -13,12 +13,12 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
-from citegate_assets.lib import lake as lake_module
-from citegate_assets.lib import lake_store
+from citegate_assets.lib.core.paths import resolve, resolve_beside
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.publish import PUBLISHED_AS, publish_lake, published_versions
-from citegate_assets.lib.settings import resolve, resolve_beside
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage import lake_store
+from citegate_assets.lib.storage.publish import PUBLISHED_AS, publish_lake, published_versions
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import another_writer_commits_first, lake_versions, publish_elsewhere
@@ -90,7 +90,7 @@ def differences(warehouse: Path, published: Path) -> tuple[dict[str, tuple[int, 
     with connect(published, read_only=True) as con:
         lake_store.register_for_views(con)
         con.execute(f"attach '{warehouse}' as work (read_only)")
-        tables = [  # the published name of each table: prompt_rows is published as `prompts` (lib/publish.py)
+        tables = [  # the published name of each table: prompt_rows is published as `prompts` (lib/storage/publish.py)
             PUBLISHED_AS.get(f"main.{t}", f"main.{t}").removeprefix("main.")
             for (t,) in con.sql(
                 "select table_name from duckdb_tables() where database_name = 'work' and schema_name = 'main'"

@@ -13,11 +13,11 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
-import citegate_assets.lib.publish as publish_module
+import citegate_assets.lib.storage.publish as publish_module
 from citegate_assets.cli import main
-from citegate_assets.lib import lake as lake_module
-from citegate_assets.lib.publish import PUBLISHED_AS, publish_lake
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage.publish import PUBLISHED_AS, publish_lake
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_PART = re.compile(r"part-\d{8}T\d{12}Z-\d+\.parquet$")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
-from citegate_assets.lib.landing import days_in_landing
-from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema
+from citegate_assets.lib.ingest.landing import days_in_landing
+from citegate_assets.lib.ingest.stream import IngestWriteError, ingest_landing
+from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION, connect, ensure_schema
 
 from .helpers import scenario_record
 

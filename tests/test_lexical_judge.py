@@ -36,10 +36,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from citegate_assets.lib.config import JudgeConfig
-from citegate_assets.lib.judge.base import JudgeRequest, JudgeResult
-from citegate_assets.lib.judge.factory import estimated_cost, make_judge, make_offline_judge
-from citegate_assets.lib.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge
-from citegate_assets.lib.judge.lexical import (
+from citegate_assets.lib.ingest.normalize import normalize_text
+from citegate_assets.lib.support.judge.base import JudgeRequest, JudgeResult
+from citegate_assets.lib.support.judge.factory import estimated_cost, make_judge, make_offline_judge
+from citegate_assets.lib.support.judge.heuristic import HEURISTIC_MODEL, HeuristicJudge
+from citegate_assets.lib.support.judge.lexical import (
     FEATURE_NAMES,
     LEXICAL_MODEL,
     LexicalJudge,
@@ -49,7 +50,6 @@ from citegate_assets.lib.judge.lexical import (
     trees_log_odds,
     yes_probability,
 )
-from citegate_assets.lib.normalize import normalize_text
 from tests.test_heuristic_judge import NEGATIONS, NUMBER_MISMATCHES, PASSAGE, STRETCHED
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -214,7 +214,7 @@ def test_weights_file_matches_the_features_and_ships_in_the_package():
     assert raw["trained_on"] == {"wice": "labels/wice/dev-labels.jsonl", "demo": "labels/demo-labels.jsonl"}
     assert raw["target_false_pass"] == 0.05 and raw["seed"] == 15
     pyproject = (PROJECT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"lib/judge/*.json"' in pyproject  # package data: the wheel ships it (tests/test_wheel_install.py)
+    assert '"lib/support/judge/*.json"' in pyproject  # package data: the wheel ships it (tests/test_wheel_install.py)
 
 
 def tree_depth(tree) -> int:
@@ -335,7 +335,7 @@ def test_wice_dev_labels():
 
 
 def _all_caches_cleared() -> None:
-    from citegate_assets.lib.judge import heuristic, lexical
+    from citegate_assets.lib.support.judge import heuristic, lexical
 
     for cached in (
         heuristic.read_passage,
@@ -385,7 +385,7 @@ def _longest_run_by_scan(claim_seq: list[str], seqs: list[list[str]]) -> int:
     st.lists(st.lists(st.sampled_from("abcdef"), max_size=12), max_size=4),
 )
 def test_the_longest_run_read_from_word_positions_equals_the_scan(claim_seq, seqs):
-    from citegate_assets.lib.judge.lexical import _longest_run
+    from citegate_assets.lib.support.judge.lexical import _longest_run
 
     positions = []
     for seq in seqs:

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from citegate_assets.lib import lines
-from citegate_assets.lib.lines import ReadState, read_lines
+from citegate_assets.lib.core import lines
+from citegate_assets.lib.core.lines import ReadState, read_lines
 
 
 @pytest.mark.parametrize("chunk_bytes", [1, 3, 16, 1 << 20])

@@ -1,6 +1,6 @@
 """The content locator behind template `auto` (and the guard): whole, cut, in pieces, missing; hints."""
 
-from citegate_assets.lib.locate import locate_chunks, positional_ref
+from citegate_assets.lib.ingest.locate import locate_chunks, positional_ref
 
 A = "Refunds take 3-5 business days after the return is received at our warehouse in Leeds."
 B = "The Pro plan costs $49 per month and includes priority support for every seat on the account."
@@ -79,7 +79,7 @@ def test_find_text_is_str_find():
     # the head-first search must give str.find's answer, including a head that recurs before the whole text
     import random
 
-    from citegate_assets.lib.locate import HEAD_CHARS, find_text
+    from citegate_assets.lib.ingest.locate import HEAD_CHARS, find_text
 
     rng = random.Random(16)
     for _ in range(20000):

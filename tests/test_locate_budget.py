@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from citegate_assets import guard
-from citegate_assets.lib import locate, loggen
+from citegate_assets.lib import loggen
 from citegate_assets.lib.config import load_config, parse_config
-from citegate_assets.lib.containers import decode_body
-from citegate_assets.lib.doctor import doctor
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.layout import prompt_layout
-from citegate_assets.lib.provenance import check_provenance
+from citegate_assets.lib.ingest import locate
+from citegate_assets.lib.ingest.containers import decode_body
+from citegate_assets.lib.ingest.doctor import doctor
+from citegate_assets.lib.ingest.layout import prompt_layout
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
 
 from .helpers import write_jsonl
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from citegate_assets import guard
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan
 
 from .helpers import run_once, write_jsonl

@@ -12,10 +12,10 @@ import pytest
 
 from citegate_assets import guard
 from citegate_assets.lib.config import ConfigError, parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.markers import MarkerRefs, read_markers
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.markers import MarkerRefs, read_markers
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 from .helpers import (
     CUSTOM_MARKER,
@@ -408,7 +408,7 @@ def test_a_line_led_by_its_marker_cites_its_sentence_and_a_trailing_reference_li
 def test_migration_17_reads_earlier_citations_as_structured_with_a_span(tmp_path):
     """A schema 16 warehouse (no origin, span_given or anchor columns) is upgraded in place: its citations read as
     structured with a span, and the gate gives them the reasons it gave before."""
-    from citegate_assets.lib.warehouse import SCHEMA_VERSION
+    from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION
 
     record = spanless_record(request_id="before")
     record["citations"] = [{"chunk_id": "kb#1", "span": "Refunds are issued", "claim": "Refunds go back."}]
@@ -519,7 +519,7 @@ def test_answers_laid_out_as_models_write_them_get_every_planted_reason_from_the
 
 
 def test_an_answer_with_more_markers_than_the_bound_is_an_answer_reject_and_a_guard_error(tmp_path):
-    from citegate_assets.lib.markers import MAX_MARKERS
+    from citegate_assets.lib.ingest.markers import MAX_MARKERS
 
     flood = marker_record("brackets", request_id="flood")
     flood["answer"] = "Refunds take 3 to 5 business days [1]. " * (MAX_MARKERS + 1)

@@ -10,8 +10,8 @@ import pytest
 from markupsafe import escape
 
 from citegate_assets.cli import main
-from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.core.terminal import safe
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan
 
 from .helpers import copy_run, marker_record, run_once, write_jsonl

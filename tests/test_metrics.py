@@ -5,7 +5,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from citegate_assets.lib.metrics import (
+from citegate_assets.lib.metrics.preregistered import (
     DefinitionError,
     compute_metrics,
     load_definitions,
@@ -14,7 +14,7 @@ from citegate_assets.lib.metrics import (
     read_lock,
     update_lock,
 )
-from citegate_assets.lib.warehouse import connect, ensure_schema, query
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema, query
 
 W1, W2 = date(2026, 11, 2), date(2026, 11, 9)
 NOW = datetime(2026, 11, 20, tzinfo=timezone.utc)

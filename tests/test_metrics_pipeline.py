@@ -9,10 +9,10 @@ from datetime import date, timedelta
 
 import pytest
 
-import citegate_assets.lib.metrics as metrics_module
+import citegate_assets.lib.metrics.preregistered as metrics_module
 from citegate_assets.cli import main
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import copy_run, run_once

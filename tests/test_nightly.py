@@ -10,7 +10,7 @@ import pytest
 
 from citegate_assets.cli import main
 from citegate_assets.definitions import defs
-from citegate_assets.lib.warehouse import connect, query
+from citegate_assets.lib.storage.warehouse import connect, query
 
 from .helpers import CITATIONS, scenario_record, write_jsonl
 

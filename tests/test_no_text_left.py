@@ -12,8 +12,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from citegate_assets.cli import main
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import scenario_record, write_jsonl

@@ -2,7 +2,7 @@
 
 import pytest
 
-from citegate_assets.lib.normalize import normalize_text, normalize_texts
+from citegate_assets.lib.ingest.normalize import normalize_text, normalize_texts
 
 
 @pytest.mark.parametrize(

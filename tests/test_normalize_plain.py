@@ -3,8 +3,8 @@
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citegate_assets.lib.normalize import normalize_texts
-from citegate_assets.lib.normalize_plain import FOLD_FROM, HTML_ENTITIES, WHITESPACE, normalize_str
+from citegate_assets.lib.ingest.normalize import normalize_texts
+from citegate_assets.lib.ingest.normalize_plain import FOLD_FROM, HTML_ENTITIES, WHITESPACE, normalize_str
 
 SPECIAL = (
     list(WHITESPACE)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from citegate_assets.lib.normalize import normalize_text
-from citegate_assets.lib.numbers import Quantity, extract_quantities, missing_quantities
+from citegate_assets.lib.ingest.normalize import normalize_text
+from citegate_assets.lib.support.numbers import Quantity, extract_quantities, missing_quantities
 
 
 def vu(text: str) -> list[tuple[str, str | None]]:

@@ -19,9 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from citegate_assets.lib.calibration import calibration_summary, gate_status, wilson_bounds
-from citegate_assets.lib.judge.screen import screen_verdict
-from citegate_assets.lib.label_log import (
+from citegate_assets.lib.calibration.label_log import (
     LOG_NAME,
     LabelError,
     append_label,
@@ -32,11 +30,13 @@ from citegate_assets.lib.label_log import (
     read_label_log,
     replay,
 )
-from citegate_assets.lib.labels import read_labels
+from citegate_assets.lib.calibration.labels import read_labels
+from citegate_assets.lib.calibration.own_labels import draw_sample, line_for, strata_counts, weights
+from citegate_assets.lib.calibration.rates import calibration_summary, gate_status, wilson_bounds
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.own_labels import draw_sample, line_for, strata_counts, weights
-from citegate_assets.lib.passages import cited_passages
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.provenance.passages import cited_passages
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.judge.screen import screen_verdict
 from citegate_assets.pipeline import RunPlan, run_calibration, run_range
 
 from .helpers import write_jsonl

@@ -1,18 +1,19 @@
-"""lib/passages.py: the cited passages cut from one streamed read of the prompts are exactly what the join that
+"""lib/provenance/passages.py: the cited passages cut from one streamed read of the prompts are exactly what the join
+that
 carried the prompt text in DuckDB returned (the reference query below), sampled or not, text removed or not."""
 
 from datetime import date
 
 import polars as pl
 
-from citegate_assets.lib import passages as passages_module
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
+from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.passages import PASSAGE_SCHEMA, cited_passages
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.sampling import select_sample
-from citegate_assets.lib.warehouse import connect, ensure_schema, transaction
+from citegate_assets.lib.provenance import passages as passages_module
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.provenance.passages import PASSAGE_SCHEMA, cited_passages
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema, transaction
+from citegate_assets.lib.support.sampling import select_sample
 
 START, END = date(2026, 11, 2), date(2026, 11, 5)
 REFERENCE = """

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from citegate_assets.cli import main
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, plan_days, run_range
 
 from .helpers import CITATIONS, PROFILE_ENCODINGS, scenario_record, write_jsonl

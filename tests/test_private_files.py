@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from citegate_assets.lib.publish import remove_stale_temporaries
+from citegate_assets.lib.storage.publish import remove_stale_temporaries
 
 from .helpers import scenario_record, write_jsonl
 

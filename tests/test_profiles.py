@@ -5,9 +5,9 @@ from datetime import date
 
 import pytest
 
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.profiles import BUILTIN_PROFILES
-from citegate_assets.lib.provenance import check_provenance
+from citegate_assets.lib.ingest.profiles import BUILTIN_PROFILES
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
 
 from .helpers import CITATIONS, PROFILE_ENCODINGS, scenario_record, write_jsonl
 

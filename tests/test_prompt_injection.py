@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from citegate_assets.lib.judge.base import JudgeRequest
-from citegate_assets.lib.judge.openai_judge import JudgeSettings, OpenAIJudge
-from citegate_assets.lib.judge.parse import parse_verdict
-from citegate_assets.lib.judge.prompt import TEMPLATE_V1, render_prompt
+from citegate_assets.lib.support.judge.base import JudgeRequest
+from citegate_assets.lib.support.judge.openai_judge import JudgeSettings, OpenAIJudge
+from citegate_assets.lib.support.judge.parse import parse_verdict
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_V1, render_prompt
 
 from .judge_server import Reply, ScriptedJudgeServer
 

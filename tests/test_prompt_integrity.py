@@ -2,7 +2,7 @@
 
 from datetime import date, timedelta
 
-from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
+from citegate_assets.lib.provenance.prompt_integrity import ROTATION_DAYS, days_to_verify
 
 STORED = [date(2026, 9, 1) + timedelta(days=i) for i in range(90)]
 

@@ -9,8 +9,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from citegate_assets.lib.chart import RATES, png_data_uri, rates_chart_png
-from citegate_assets.lib.publish import publish_copy
+from citegate_assets.lib.metrics.chart import RATES, png_data_uri, rates_chart_png
+from citegate_assets.lib.storage.publish import publish_copy
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -220,7 +220,7 @@ def test_rates_chart_closes_its_figures(tmp_path):
 
 
 def test_publish_refuses_a_copy_with_different_row_counts(source, tmp_path, monkeypatch):
-    from citegate_assets.lib import publish
+    from citegate_assets.lib.storage import publish
 
     real = publish.row_counts
     calls = []
@@ -270,7 +270,7 @@ def test_rates_chart_draws_the_busiest_surfaces_and_pools_the_rest(tmp_path):
     legend shows control characters escaped. (One panel per surface took minutes; this draws in seconds.)"""
     import matplotlib.pyplot as plt
 
-    from citegate_assets.lib.chart import MAX_SURFACES, rates_figure
+    from citegate_assets.lib.metrics.chart import MAX_SURFACES, rates_figure
 
     frame = many_surfaces_frame(300)
     citations = dict(

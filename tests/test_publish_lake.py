@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
-from citegate_assets.lib import lake as lake_module
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.publish import PUBLISHED_AS
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage.publish import PUBLISHED_AS
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 START, END = date(2026, 11, 2), date(2026, 11, 5)
@@ -47,7 +47,7 @@ def differences(warehouse, published) -> tuple[dict[str, tuple[int, int]], list[
     with connect(warehouse, read_only=True) as con:
         con.execute(f"attach '{published}' as pub (read_only)")
         [(db,)] = con.sql("select current_database()").fetchall()
-        tables = [  # the published name of each table: prompt_rows is published as `prompts` (lib/publish.py)
+        tables = [  # the published name of each table: prompt_rows is published as `prompts` (lib/storage/publish.py)
             PUBLISHED_AS.get(f"main.{t}", f"main.{t}").removeprefix("main.")
             for (t,) in con.sql(
                 "select table_name from duckdb_tables() where database_name = $db and schema_name = 'main'",

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from citegate_assets.lib import lake as lake_module
-from citegate_assets.lib import lake_store
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage import lake as lake_module
+from citegate_assets.lib.storage import lake_store
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .s3_server import Request, S3Server, s3_server

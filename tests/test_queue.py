@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.best_evidence import decide_cause, top_candidates
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.review.best_evidence import decide_cause, top_candidates
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import copy_run, run_once
@@ -287,7 +287,7 @@ def test_another_passage_supporting_the_claim_is_found(tmp_path, landing, dagste
 
 def test_review_records_the_id_exactly_as_typed(tmp_path, landing, dagster_home, monkeypatch, capsys):
     """Request ids may hold spaces: " r1#2" and "r1#2" are two citations, and a review lands on the one typed."""
-    from citegate_assets.lib.reviews import read_reviews
+    from citegate_assets.lib.review.reviews import read_reviews
 
     from .helpers import scenario_record, write_jsonl
 

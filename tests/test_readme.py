@@ -11,9 +11,9 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 PROJECT = Path(__file__).resolve().parents[1]
 README = PROJECT / "README.md"

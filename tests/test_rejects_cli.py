@@ -10,9 +10,9 @@ from pathlib import Path
 
 from citegate_assets.cli import main
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
+from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.report_view import summarize
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 OTLP = Path(__file__).parent / "fixtures" / "adapters" / "otlp"
 NOW = datetime(2026, 11, 20, tzinfo=timezone.utc)

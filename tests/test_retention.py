@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 
 from citegate_assets.lib.config import ConfigError, parse_config
+from citegate_assets.lib.core.timestamps import utc_now
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.metrics import compute_metrics, load_definitions
-from citegate_assets.lib.prompt_integrity import prompts_without_text
-from citegate_assets.lib.retention import TEXT_TABLES, apply_retention, retained_days
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import SCHEMA_VERSION, connect, ensure_schema, transaction
+from citegate_assets.lib.metrics.preregistered import compute_metrics, load_definitions
+from citegate_assets.lib.provenance.prompt_integrity import prompts_without_text
+from citegate_assets.lib.retention.drop_text import TEXT_TABLES, apply_retention, retained_days
+from citegate_assets.lib.storage.warehouse import SCHEMA_VERSION, connect, ensure_schema, transaction
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import as_schema_11
@@ -311,7 +311,7 @@ def test_migration_14_names_rejected_lines_clears_dropped_quotes_and_marks_the_f
 def test_a_batch_errors_quoting_its_lines_go_with_their_day_or_their_request(con):
     """judge_batches.detail holds the provider's errors, which a gateway may quote the lines sent in: cleared when
     retention drops a day the batch judged, or when forget takes a request whose claim it judged."""
-    from citegate_assets.lib.forget import forget_in_warehouse
+    from citegate_assets.lib.retention.forget import forget_in_warehouse
 
     now = utc_now()
     old, recent = TODAY - timedelta(days=5), TODAY - timedelta(days=1)

@@ -18,8 +18,8 @@ import requests
 import uvicorn
 from markupsafe import escape
 
-from citegate_assets.lib import settings as where
-from citegate_assets.lib.reviews import read_reviews
+from citegate_assets.lib.core import paths as where
+from citegate_assets.lib.review.reviews import read_reviews
 from citegate_assets.review_web.app import ServeOptions, create_app
 from citegate_assets.review_web.server import ServerLimits, server_config
 

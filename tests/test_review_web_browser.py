@@ -17,7 +17,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from citegate_assets.lib.reviews import read_reviews
+from citegate_assets.lib.review.reviews import read_reviews
 from citegate_assets.pipeline import run_range
 
 from .helpers import copy_run

@@ -21,8 +21,8 @@ import requests
 from markupsafe import escape  # exactly what Jinja2's autoescape writes
 
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.reviews import read_reviews
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.review.reviews import read_reviews
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan
 
 from .helpers import copy_run, run_once, scenario_record, write_jsonl

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from citegate_assets.lib.reviews import (
+from citegate_assets.lib.review.reviews import (
     CAUSES,
     LOG_NAME,
     LogLine,

@@ -11,15 +11,16 @@ from datetime import date, datetime, timezone
 import pytest
 
 from citegate_assets.cli import main
-from citegate_assets.lib.runlock import RunLockedError, run_lock
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.core.runlock import RunLockedError, run_lock
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import scenario_record, write_jsonl
 
 # takes the run lock and lets it go at once: fails while another process holds it
 PROBE = (
-    "import pathlib; from citegate_assets.lib.runlock import run_lock\nwith run_lock(pathlib.Path({warehouse!r})): pass"
+    "import pathlib; from citegate_assets.lib.core.runlock import run_lock\n"
+    "with run_lock(pathlib.Path({warehouse!r})): pass"
 )
 
 
@@ -28,7 +29,7 @@ def hold_lock(warehouse, seconds):
     code = textwrap.dedent(
         f"""
         import time, pathlib
-        from citegate_assets.lib.runlock import run_lock
+        from citegate_assets.lib.core.runlock import run_lock
         with run_lock(pathlib.Path({str(warehouse)!r})):
             print("held", flush=True)
             time.sleep({seconds})

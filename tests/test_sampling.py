@@ -5,9 +5,9 @@ from datetime import date
 import pytest
 
 from citegate_assets.lib.config import parse_config
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.provenance import check_provenance
-from citegate_assets.lib.sampling import sample_key, select_sample
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.gate import check_provenance
+from citegate_assets.lib.support.sampling import sample_key, select_sample
 
 from .helpers import scenario_record, write_jsonl
 
@@ -65,7 +65,7 @@ def test_sql_key_equals_python_key_and_rerun_is_identical(sampled):
 
 def test_every_surface_seen_gets_its_policy_once(sampled):
     """The default policy is applied in one place (Config.surface); SQL joins the complete table it makes."""
-    from citegate_assets.lib.policies import registered_policies
+    from citegate_assets.lib.support.policies import registered_policies
 
     with registered_policies(sampled, CONFIG, START, END) as frame:
         assert frame.select("surface", "stakes", "sample_rate").rows() == [

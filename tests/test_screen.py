@@ -1,4 +1,4 @@
-"""The screen citegate-screen-v1 (lib/judge/screen.py): yes, no or undecided, failing closed.
+"""The screen citegate-screen-v1 (lib/support/judge/screen.py): yes, no or undecided, failing closed.
 
 Hand-written pairs; properties (an added unsupported clause, a quantity the passage lacks); the held-out figures
 docs/support-gate.md states, recomputed from the converted test splits; the shipped weights against a fresh training."""
@@ -17,11 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citegate_assets.lib.calibration import wilson_interval
+from citegate_assets.lib.calibration.rates import wilson_interval
 from citegate_assets.lib.config import JudgeConfig
-from citegate_assets.lib.judge.base import JudgeRequest
-from citegate_assets.lib.judge.factory import estimated_cost, make_judge, make_offline_judge
-from citegate_assets.lib.judge.screen import (
+from citegate_assets.lib.report_view import rate_cell
+from citegate_assets.lib.support.judge.base import JudgeRequest
+from citegate_assets.lib.support.judge.factory import estimated_cost, make_judge, make_offline_judge
+from citegate_assets.lib.support.judge.screen import (
     HELD_OUT,
     SCREEN_MODEL,
     SCREEN_VERDICTS,
@@ -29,7 +30,6 @@ from citegate_assets.lib.judge.screen import (
     ScreenJudge,
     screen_verdict,
 )
-from citegate_assets.lib.report_view import rate_cell
 from tests.test_heuristic_judge import NEGATIONS, NUMBER_MISMATCHES, STRETCHED
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -20,10 +20,10 @@ from citegate_assets.defs.resources import (
     WarehouseResource,
     run_config_for,
 )
-from citegate_assets.lib import settings as where
 from citegate_assets.lib.config import parse_config
+from citegate_assets.lib.core import paths as where
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 
 from .helpers import scenario_record, write_jsonl
 
@@ -161,7 +161,7 @@ def test_the_nightly_resource_resolves_from_the_environment(tmp_path, clean_env,
 @pytest.mark.parametrize("name", ["landing", "warehouse", "published", "reviews", "labels", "config"])
 def test_each_resource_resolves_like_the_cli(name, tmp_path, clean_env, monkeypatch):
     """Whatever mix of environment variables and citegate.toml is in force, the unconfigured resources (the
-    nightly schedule's runs) resolve every path the CLI would print: one precedence, lib/settings.py."""
+    nightly schedule's runs) resolve every path the CLI would print: one precedence, lib/core/paths.py."""
     cwd = _folder(tmp_path, config_keys=True)
     monkeypatch.chdir(cwd)
     monkeypatch.setenv(where.ENV[name], str(tmp_path / "from-env"))
@@ -357,7 +357,7 @@ def test_duckdb_memory_limit_is_sized_from_the_environment(tmp_path, monkeypatch
     cannot read is refused, naming the variable, before any warehouse is opened."""
     import pytest
 
-    from citegate_assets.lib.warehouse import MEMORY_LIMIT_ENV, connect
+    from citegate_assets.lib.storage.warehouse import MEMORY_LIMIT_ENV, connect
 
     def limit() -> str:
         with connect(tmp_path / "w.duckdb") as con:

@@ -4,9 +4,9 @@ from contextlib import contextmanager
 
 import polars as pl
 
-from citegate_assets.lib.judge.base import JudgeResult
-from citegate_assets.lib.support import judge_items
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+from citegate_assets.lib.support.judge.base import JudgeResult
+from citegate_assets.lib.support.judging import judge_items
 
 
 class CountingJudge:

@@ -6,8 +6,8 @@ from datetime import date
 
 import pytest
 
-from citegate_assets.lib.judge.prompt import render_prompt
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
+from citegate_assets.lib.support.judge.prompt import render_prompt
 from citegate_assets.pipeline import RunPlan, run_calibration, run_range
 
 from .helpers import PROFILE_ENCODINGS, scenario_record, write_jsonl

@@ -12,11 +12,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from citegate_assets.cli import main
+from citegate_assets.lib.core.terminal import ESCAPED_CATEGORIES, ident, quote, safe
 from citegate_assets.lib.report_view import calibration_report, summarize
 from citegate_assets.lib.reporting import markdown_table, text_table
-from citegate_assets.lib.reviews import read_reviews
-from citegate_assets.lib.terminal import ESCAPED_CATEGORIES, ident, quote, safe
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.review.reviews import read_reviews
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .helpers import scenario_record, write_jsonl

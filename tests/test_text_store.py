@@ -1,4 +1,4 @@
-"""The prompt text store (schema 12, lib/text_store.py): prompt text in Parquet files beside the warehouse, read
+"""The prompt text store (schema 12, lib/storage/text_store.py): prompt text in Parquet files beside the warehouse, read
 through the `prompts` view; what ingest, a failed write, retention, forget and a moved warehouse leave on disk."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import duckdb
 import polars as pl
 import pytest
 
-from citegate_assets.lib import ingest as ingest_module
-from citegate_assets.lib.forget import forget_in_warehouse
-from citegate_assets.lib.ingest import IngestWriteError, ingest_landing
+from citegate_assets.lib.ingest import writer as ingest_writer
+from citegate_assets.lib.ingest.stream import IngestWriteError, ingest_landing
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.retention import apply_retention
-from citegate_assets.lib.text_store import EMPTY_FILE, streamed_text, text_dir_of
-from citegate_assets.lib.warehouse import connect, ensure_schema, query
+from citegate_assets.lib.retention.drop_text import apply_retention
+from citegate_assets.lib.retention.forget import forget_in_warehouse
+from citegate_assets.lib.storage.text_store import EMPTY_FILE, streamed_text, text_dir_of
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema, query
 
 NOW = datetime(2026, 11, 20, 3, 0, tzinfo=timezone.utc)
 # every column of the prompts view but the ingest time
@@ -80,7 +80,7 @@ def test_a_failed_write_leaves_no_text_file_and_a_killed_ingests_file_is_swept(t
     def failing(cursor, relations, ledger, memory):
         raise duckdb.IOException("disk gone")
 
-    monkeypatch.setattr(ingest_module, "_write_batch_within", failing)
+    monkeypatch.setattr(ingest_writer, "_write_batch_within", failing)
     with connect(path) as con:
         ensure_schema(con)
         with pytest.raises(IngestWriteError):
@@ -222,7 +222,8 @@ def test_a_query_bounded_by_days_opens_only_those_days_text_files(tmp_path, logs
 
 
 def test_a_refused_copys_text_is_in_no_file(tmp_path, config):
-    """The parse step writes each batch's text file (lib/text_files.py); a copy refused because its request id was
+    """The parse step writes each batch's text file (lib/storage/text_files.py); a copy refused because its request id
+    was
     ingested before (a conflict, or a re-sent line of a forgotten request) is taken out of the file before the
     batch commits, so forget's promise holds: the text is in no file."""
     from tests.helpers import write_jsonl
@@ -274,7 +275,7 @@ def test_streamed_text_holds_the_prompt_rows_and_streams_the_text_of_the_days_on
     prompt_rows (no text) and the text files streamed past it, only the days asked for opened (a day 1 file made
     unreadable is never touched). The view itself, planned freely, builds on the text: what this avoids. An inline
     row (written before schema 12) reads the same, and the connection's optimizer setting is back afterwards."""
-    from citegate_assets.lib.text_store import streamed_text
+    from citegate_assets.lib.storage.text_store import streamed_text
 
     path = ingested(tmp_path / "w.duckdb", logs, config)
     days = "where day >= date '2026-11-03' and day < date '2026-11-05'"
@@ -309,7 +310,7 @@ def test_streamed_text_holds_the_prompt_rows_and_streams_the_text_of_the_days_on
 def test_prompts_between_on_the_published_copy_or_in_memory_reads_prompts(config, logs):
     """Where `prompts` holds its text itself (an in-memory warehouse here; the published copy's lake views alike),
     prompts_between is `prompts` for those days."""
-    from citegate_assets.lib.text_store import streamed_text
+    from citegate_assets.lib.storage.text_store import streamed_text
 
     with duckdb.connect(":memory:") as con:
         ensure_schema(con)
@@ -327,8 +328,8 @@ def test_a_statement_failing_under_streamed_text_raises_its_own_error_and_the_se
 ):
     """A failure inside (here a constraint violation, which aborts the caller's transaction) is the error raised, not
     the setting's restore that the aborted transaction refuses; once rolled back, the connection plans as before."""
-    from citegate_assets.lib.text_store import streamed_text
-    from citegate_assets.lib.warehouse import transaction
+    from citegate_assets.lib.storage.text_store import streamed_text
+    from citegate_assets.lib.storage.warehouse import transaction
 
     path = ingested(tmp_path / "w.duckdb", logs, config)
     with connect(path) as con:

@@ -1,4 +1,5 @@
-"""Pairing and what a call may carry are bounded (lib/adapters/traces.py): on generated OTLP files a file 4x as big
+"""Pairing and what a call may carry are bounded (lib/ingest/adapters/traces.py): on generated OTLP files a file 4x as
+big
 gives about 4x the records (not the square), at a peak memory bounded by the file's size; a 40,000-span chain is
 paired in steps linear in its spans (counted, not timed); and a call or a file past a bound is said so, in the
 record's `retrieved_left_out` or as a `record_too_large` reject, never silently."""
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from citegate_assets.lib.adapters import (
+from citegate_assets.lib.core.lines import Line
+from citegate_assets.lib.ingest.adapters import (
     AdapterSettings,
     Call,
     adapter,
@@ -21,8 +23,7 @@ from citegate_assets.lib.adapters import (
     record_line,
     traces,
 )
-from citegate_assets.lib.adapters.traces import LLM, OTHER, RETRIEVER, Span, SpanTree
-from citegate_assets.lib.lines import Line
+from citegate_assets.lib.ingest.adapters.traces import LLM, OTHER, RETRIEVER, Span, SpanTree
 
 from .trace_files import chain, many_turns, merged, openinference_chain, otlp_lines, spans_of
 
@@ -194,7 +195,7 @@ def test_merged_export_requests_pair_per_trace():
 def test_openinference_finds_surfaces_and_wrapped_calls_in_steps_linear_in_a_deep_chain(monkeypatch):
     """What a call needs of its ancestors (the nearest surface, whether an LLM span wraps another) is found once per
     span: parent look-ups grow as the chain does, not as chain x calls."""
-    from citegate_assets.lib.adapters import openinference
+    from citegate_assets.lib.ingest.adapters import openinference
 
     steps = [0]
     parent = openinference._Trace.parent

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citegate_assets.lib.adapters import AdapterSettings, Call, LineReject, adapter, convert_lines, detect_lines
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.lines import Line
+from citegate_assets.lib.core.lines import Line
+from citegate_assets.lib.ingest.adapters import AdapterSettings, Call, LineReject, adapter, convert_lines, detect_lines
+from citegate_assets.lib.ingest.stream import ingest_landing
 
 from .trace_files import merged, otlp_lines
 
@@ -291,7 +291,7 @@ def test_a_resource_block_of_the_wrong_type_is_a_piece_reject_beside_the_calls_o
 def test_through_ingest_every_mutated_file_balances_and_its_untouched_calls_land(fmt, tmp_path, config):
     """Ten seeded mutations, each its own file in one landing folder: each file's ledger row balances (lines read
     = records ingested + records rejected), and the calls untouched by its change are in `prompts`."""
-    from citegate_assets.lib.warehouse import connect, ensure_schema
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "landing"
     landing.mkdir()

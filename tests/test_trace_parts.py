@@ -9,7 +9,7 @@ import json
 from datetime import date
 
 from citegate_assets.cli import main
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
 from .test_forget import holding
@@ -88,9 +88,9 @@ def test_a_rejected_calls_row_holds_only_its_own_part_and_forget_names_every_lin
 def test_a_line_of_several_calls_given_without_parts_is_not_kept_for_any_of_them(tmp_path, config):
     """An adapter that gives no part (a format of one call per line would not need one): the line is kept only when
     no other call is on it."""
-    from citegate_assets.lib import adapters
-    from citegate_assets.lib.adapters import Call
-    from citegate_assets.lib.ingest import ingest_landing
+    from citegate_assets.lib.ingest import adapters
+    from citegate_assets.lib.ingest.adapters import Call
+    from citegate_assets.lib.ingest.stream import ingest_landing
 
     class TwoPerLine:
         name = "twoperline"
@@ -109,7 +109,7 @@ def test_a_line_of_several_calls_given_without_parts_is_not_kept_for_any_of_them
         landing.mkdir()
         (landing / "t.jsonl").write_text('{"two": ["a-secret", "b-secret"]}\n{"two": ["c-secret"]}\n')
         with connect(tmp_path / "w.duckdb") as con:
-            from citegate_assets.lib.warehouse import ensure_schema
+            from citegate_assets.lib.storage.warehouse import ensure_schema
 
             ensure_schema(con)
             ingest_landing(con, landing, config, final=True)

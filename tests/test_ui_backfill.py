@@ -27,7 +27,7 @@ from citegate_assets.day_runs import night_phases
 from citegate_assets.definitions import defs
 from citegate_assets.defs.resources import day_assets, is_day_run
 from citegate_assets.lib.loggen import generate_logs
-from citegate_assets.lib.warehouse import connect
+from citegate_assets.lib.storage.warehouse import connect
 
 from .dagster_dev import DagsterDev
 from .judge_server import Reply, ScriptedJudgeServer

@@ -15,7 +15,7 @@ import click
 
 from citegate_assets.cli import pipeline_commands, reader_commands, tool_commands
 from citegate_assets.cli.options import example
-from citegate_assets.lib.terminal import safe
+from citegate_assets.lib.core.terminal import safe
 
 COMPLETION = 'eval "$(_CITEGATE_COMPLETE=bash_source citegate)"'
 
@@ -49,7 +49,7 @@ for command in (*pipeline_commands.COMMANDS, *reader_commands.COMMANDS, *tool_co
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code. A usage error exits at once with code 2 (SystemExit), as it always has."""
-    from citegate_assets.lib.private import private_umask
+    from citegate_assets.lib.core.private import private_umask
 
     private_umask()  # everything a command writes holds prompt text
     try:

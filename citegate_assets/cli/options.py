@@ -1,7 +1,7 @@
 """The options several commands take, each declared once as a click decorator, and what every command shares:
 the resolved settings, the config in force, the published copy readers open, and the help's example.
 
-Every path comes from citegate_assets.lib.settings (flag, then environment, then config file, then default); the
+Every path comes from citegate_assets.lib.core.paths (flag, then environment, then config file, then default); the
 writers print what they resolved, and exactly that goes into the run."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from citegate_assets.lib import settings as where
-from citegate_assets.lib.terminal import safe
+from citegate_assets.lib.core import paths as where
+from citegate_assets.lib.core.terminal import safe
 
 if TYPE_CHECKING:
     from citegate_assets.lib.config import Config
@@ -40,7 +40,7 @@ _PATH_HELP = {
 
 
 def _path_option(name: str) -> Callable[[F], F]:
-    """A path flag with its place in the one precedence (see lib/settings.py, docs "Where every file goes")."""
+    """A path flag with its place in the one precedence (see lib/core/paths.py, docs "Where every file goes")."""
     config_key = ", else [%s].%s" % where.CONFIG_KEYS[name] if name in where.CONFIG_KEYS else ""
     default = "./citegate.toml if present" if name == "config" else where.DEFAULTS[name]
     if name == "dagster_home":
@@ -173,7 +173,7 @@ def readable(settings: where.Settings) -> Path:
     """The published copy, the only file readers open: a run may be writing the working file, and DuckDB
     allows one writer or many readers. Without a published copy, say so; never fall back. A copy whose lake
     is gone is one message naming the folder, not a DuckDB error on the first file it misses."""
-    from citegate_assets.lib.publish import missing_lake_folders
+    from citegate_assets.lib.storage.publish import missing_lake_folders
 
     published = settings.published
     if not published.exists():

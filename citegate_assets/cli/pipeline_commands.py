@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from citegate_assets.cli.options import DAY, PIPELINE_PATHS, describe, example, load_config, settings_from, shared
-from citegate_assets.lib import settings as where
-from citegate_assets.lib.terminal import ident, safe
+from citegate_assets.lib.core import paths as where
+from citegate_assets.lib.core.terminal import ident, safe
 
 # Dagster's console logger level for --quiet: CRITICAL, so a failed step's ERROR event (with its stack trace)
 # is not printed; run_failure prints what failed instead.
@@ -33,7 +33,7 @@ def cli_partitions() -> Iterator[None]:
     the previous UTC year), not at the first day of whichever warehouse the environment names (what the UI lists):
     the CLI runs the days it is given, on the warehouse it is given. Set for this process and the day processes it
     starts, before the definitions are imported, and put back after."""
-    from citegate_assets.lib.timestamps import utc_now
+    from citegate_assets.lib.core.timestamps import utc_now
 
     if os.environ.get(FIRST_DAY_ENV, "").strip():
         yield
@@ -94,8 +94,8 @@ def demo(**params: Any) -> int:
     print(f"2/2 running the pipeline into {settings.warehouse}")
     code = run_pipeline(settings, None, None, quiet=False)
     if code == 0:
-        from citegate_assets.lib.judge.factory import make_tiers
         from citegate_assets.lib.report_view import judge_report
+        from citegate_assets.lib.support.judge.factory import make_tiers
 
         print(judge_report(settings.warehouse, make_tiers(load_config(settings).judge)))  # builds clients, no call
         flag = "" if settings.kind("warehouse") == "default" else f" --warehouse {settings.warehouse}"
@@ -230,7 +230,7 @@ def _run_pipeline(
 
     hide_dagster_warnings()  # before anything imports the definitions
     from citegate_assets.lib.report_view import run_failure, summarize
-    from citegate_assets.lib.text_store import missing_text_folder
+    from citegate_assets.lib.storage.text_store import missing_text_folder
     from citegate_assets.pipeline import plan_days, run_range, within_partitions
 
     logs, warehouse = settings.landing, settings.warehouse
@@ -325,9 +325,9 @@ def forget(**params: Any) -> int:
     included, leaving an audit row (docs/retention.md).
 
     Prints the landing files and lines that still hold them, rejected lines included."""
-    from citegate_assets.lib.forget import forget as forget_requests
-    from citegate_assets.lib.forget import forgetter
-    from citegate_assets.lib.timestamps import utc_now
+    from citegate_assets.lib.core.timestamps import utc_now
+    from citegate_assets.lib.retention.forget import forget as forget_requests
+    from citegate_assets.lib.retention.forget import forgetter
 
     settings = settings_from(params)
     load_config(settings)

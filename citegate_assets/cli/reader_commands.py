@@ -1,5 +1,6 @@
 """The commands that read the published copy: queue, review, label, metrics, trace and rejects. None imports dagster;
-the reports are rendered by lib/queue_view.py, lib/metrics_view.py and lib/rejects_view.py, their SQL lives in sql/."""
+the reports are rendered by lib/review/queue_view.py, lib/metrics/metrics_view.py and lib/ingest/rejects_view.py, their
+SQL lives in sql/."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from citegate_assets.cli.options import DAY, READER_PATHS, example, load_config, readable, settings_from, shared
-from citegate_assets.lib import settings as where
-from citegate_assets.lib.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
-from citegate_assets.lib.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
-from citegate_assets.lib.reasons import QUEUE_REASONS
-from citegate_assets.lib.terminal import ident, quote, safe
+from citegate_assets.lib.calibration.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
+from citegate_assets.lib.calibration.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
+from citegate_assets.lib.core import paths as where
+from citegate_assets.lib.core.reasons import QUEUE_REASONS
+from citegate_assets.lib.core.terminal import ident, quote, safe
 
 if TYPE_CHECKING:
     import duckdb
 
-    from citegate_assets.lib.profiles import Profile
+    from citegate_assets.lib.ingest.profiles import Profile
 
 
 @click.command(
@@ -51,8 +52,8 @@ def queue(**params: Any) -> int:
     around its span.
 
     A citation id is the request id, `#`, and the citation's position in the answer (acme-0004#0)."""
-    from citegate_assets.lib.queue_view import render_context, render_entry, render_groups, render_unlocated
-    from citegate_assets.lib.warehouse import connect, query
+    from citegate_assets.lib.review.queue_view import render_context, render_entry, render_groups, render_unlocated
+    from citegate_assets.lib.storage.warehouse import connect, query
 
     settings = settings_from(params)
     with connect(readable(settings), read_only=True) as con:
@@ -103,7 +104,7 @@ def queue(**params: Any) -> int:
 
 def _check_surface(con: duckdb.DuckDBPyConnection, surface: str) -> None:
     """A surface the published copy never logged is a mistyped filter, not an empty selection."""
-    from citegate_assets.lib.warehouse import query
+    from citegate_assets.lib.storage.warehouse import query
 
     known = [name for (name,) in query(con, "review/known_surfaces").fetchall()]
     if surface not in known:
@@ -129,8 +130,8 @@ def review(**params: Any) -> int:
     """Record a decision on a queue entry (appends to the reviews log).
 
     OUTCOME: accept (the gate was too strict) | repair (fix the answer) | escalate (fix the cause, with --cause)."""
-    from citegate_assets.lib.reviews import append_review, make_review
-    from citegate_assets.lib.warehouse import connect, query
+    from citegate_assets.lib.review.reviews import append_review, make_review
+    from citegate_assets.lib.storage.warehouse import connect, query
 
     citation_id = params["citation_id"]
     fields = dict(
@@ -156,7 +157,7 @@ def review(**params: Any) -> int:
         raise RuntimeError(
             f"the review would record {quote(decision.citation_id)}, not {quote(citation_id)}: nothing was written"
         )
-    # the same resolution the run uses (lib/settings.py), so the next run of this warehouse reads it
+    # the same resolution the run uses (lib/core/paths.py), so the next run of this warehouse reads it
     path = append_review(settings.reviews, decision)
     cause = f" ({safe(decision.cause)})" if decision.cause else ""
     print(
@@ -194,10 +195,24 @@ def label(**params: Any) -> int:
 
     One pair at a time: y yes, p partial, n no, s skip, u undo, q quit; each key appended to own-labels.jsonl in the
     labels folder. The review page's Label tab is its twin."""
-    from citegate_assets.lib.label_log import LOG_NAME, LabelError, append_label, make_line, read_label_log, replay
-    from citegate_assets.lib.own_labels import checked_size, draw_sample, line_for, next_pair, progress, undo_line
-    from citegate_assets.lib.reviews import default_reviewer
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.calibration.label_log import (
+        LOG_NAME,
+        LabelError,
+        append_label,
+        make_line,
+        read_label_log,
+        replay,
+    )
+    from citegate_assets.lib.calibration.own_labels import (
+        checked_size,
+        draw_sample,
+        line_for,
+        next_pair,
+        progress,
+        undo_line,
+    )
+    from citegate_assets.lib.review.reviews import default_reviewer
+    from citegate_assets.lib.storage.warehouse import connect
 
     settings = settings_from(params)
     load_config(settings)
@@ -276,10 +291,10 @@ def _ask(prompt: str) -> str | None:
 )
 def metrics(**params: Any) -> int:
     """The weekly numbers per surface (four rates and the unjudged share), each beside its definition."""
-    from citegate_assets.lib.metrics import load_definitions, update_lock
-    from citegate_assets.lib.metrics_view import render_metrics
+    from citegate_assets.lib.metrics.metrics_view import render_metrics
+    from citegate_assets.lib.metrics.preregistered import load_definitions, update_lock
     from citegate_assets.lib.reporting import gate_summary
-    from citegate_assets.lib.warehouse import connect, query
+    from citegate_assets.lib.storage.warehouse import connect, query
 
     if params["lock"]:
         if where.source_checkout() is None:
@@ -318,8 +333,8 @@ def metrics(**params: Any) -> int:
 @shared(*READER_PATHS)
 def trace(**params: Any) -> int:
     """From one metric cell to the citations and prompts behind it."""
-    from citegate_assets.lib.metrics_view import no_cell, render_trace
-    from citegate_assets.lib.warehouse import connect, query
+    from citegate_assets.lib.metrics.metrics_view import no_cell, render_trace
+    from citegate_assets.lib.storage.warehouse import connect, query
 
     day: date = params["week"]
     week = day - timedelta(days=day.weekday())  # the Monday of that ISO week
@@ -355,8 +370,8 @@ def trace(**params: Any) -> int:
 def rejects(**params: Any) -> int:
     """The rejected lines of the published copy: file:line, reason and detail, every logged value escaped (line 0:
     a whole file); exit 1 when any match, 0 when none."""
-    from citegate_assets.lib.rejects_view import render_rejects
-    from citegate_assets.lib.warehouse import connect, query
+    from citegate_assets.lib.ingest.rejects_view import render_rejects
+    from citegate_assets.lib.storage.warehouse import connect, query
 
     args = {"file": params["file"], "reason": params["reason"], "limit": max(params["limit"], 0)}
     with connect(readable(settings_from(params)), read_only=True) as con:
@@ -373,7 +388,7 @@ def did_you_mean(con: duckdb.DuckDBPyConnection, typed: str) -> str:
     """A hint, never a substitute: the queue's ids that differ from the typed one only by blanks at either end
     (ids are used exactly as stored; request ids may hold spaces, so " r1#2" and "r1#2" are two citations), or,
     for a request id, that request's queue entries (acme-0004 -> acme-0004#0)."""
-    from citegate_assets.lib.warehouse import query
+    from citegate_assets.lib.storage.warehouse import query
 
     core = typed.strip()
     if not core:
@@ -400,7 +415,7 @@ def did_you_mean(con: duckdb.DuckDBPyConnection, typed: str) -> str:
 
 def _profile_for(settings: where.Settings, template: str | None) -> Profile | None:
     """The profile named `template`: built in, or from the config file in force (None when neither has it)."""
-    from citegate_assets.lib.profiles import BUILTIN_PROFILES
+    from citegate_assets.lib.ingest.profiles import BUILTIN_PROFILES
 
     if template is None:  # no template logged: no profile read the prompt
         return None

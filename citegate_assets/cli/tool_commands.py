@@ -21,7 +21,7 @@ from citegate_assets.cli.options import (
     settings_from,
     shared,
 )
-from citegate_assets.lib.terminal import ident, safe
+from citegate_assets.lib.core.terminal import ident, safe
 
 
 @click.command(epilog=example("citegate doctor --logs data/landing --limit 200"))
@@ -33,8 +33,8 @@ def doctor(**params: Any) -> int:
     """Does each surface's template fit its prompts? Reads the logs only, no warehouse.
 
     Lists the first lines that would be rejected (file:line  reason  detail) and exits 1 when there are any."""
-    from citegate_assets.lib.doctor import doctor as examine
-    from citegate_assets.lib.doctor import render
+    from citegate_assets.lib.ingest.doctor import doctor as examine
+    from citegate_assets.lib.ingest.doctor import render
 
     settings = settings_from(params)
     cfg = load_config(settings)
@@ -55,9 +55,9 @@ def import_trace(**params: Any) -> int:
 
     FILE: the trace file (.json, .jsonl, or either gzipped). Writes DIR/<name>.jsonl, never overwriting, and prints
     every reject with its source line; exit 1 when something was rejected, 2 when the file is not of FORMAT."""
-    from citegate_assets.lib.adapters import Call, convert_file, record_line
-    from citegate_assets.lib.records import Reject, parse_line
-    from citegate_assets.lib.timestamps import utc_now
+    from citegate_assets.lib.core.timestamps import utc_now
+    from citegate_assets.lib.ingest.adapters import Call, convert_file, record_line
+    from citegate_assets.lib.ingest.records import Reject, parse_line
 
     cfg = load_config(settings_from(params))
     source: Path = params["file"]
@@ -119,8 +119,8 @@ def estimate(**params: Any) -> int:
     pairs the screen leaves undecided."""
     from citegate_assets.lib.estimate import default_range, render
     from citegate_assets.lib.estimate import estimate as judge_estimate
-    from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge, make_tiers
-    from citegate_assets.lib.warehouse import connect
+    from citegate_assets.lib.storage.warehouse import connect
+    from citegate_assets.lib.support.judge.factory import effective_judge_config, make_secondary_judge, make_tiers
 
     settings = settings_from(params)
     cfg = load_config(settings)

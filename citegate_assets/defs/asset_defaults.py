@@ -6,14 +6,13 @@ from typing import TypedDict
 
 import dagster as dg
 
-from citegate_assets.lib.support import SideBySide
-
-from .partitions import daily_partitions, partition_days
-from .resources import is_day_run
+from citegate_assets.defs.partitions import daily_partitions, partition_days
+from citegate_assets.defs.resources import is_day_run
+from citegate_assets.lib.support.judging import SideBySide
 
 # every unpartitioned asset that opens the warehouse runs in this pool; dagster_home/dagster.yaml gives pools
 # one slot. Daily assets are in no such pool: day runs go side by side and take turns at the DuckDB file
-# (lib/runlock.py, the open lock), so one day's judge runs while another day's step writes.
+# (lib/core/runlock.py, the open lock), so one day's judge runs while another day's step writes.
 DUCKDB_POOL = "citegate_duckdb"
 # the steps that call the judge: `citegate run --workers N` sets its limit to N, and each such step keeps
 # [judge] concurrency / limit calls in flight, so N day runs never exceed [judge] concurrency together
@@ -35,7 +34,7 @@ DAILY = DailyAssetSettings(
 
 def judge_slots(context: dg.AssetExecutionContext) -> int:
     """How many judge steps may run at once beside this one: the judge pool's limit in a day run (at least 1); 1 in
-    any other run, which holds the warehouse alone (lib/runlock.py)."""
+    any other run, which holds the warehouse alone (lib/core/runlock.py)."""
     if not is_day_run(context.run):
         return 1
     info = context.instance.event_log_storage.get_concurrency_info(JUDGE_POOL)
@@ -44,7 +43,8 @@ def judge_slots(context: dg.AssetExecutionContext) -> int:
 
 def judge_order(context: dg.AssetExecutionContext) -> SideBySide | None:
     """How a day run takes the pairs it must judge: day runs side by side go opposite ways (even days ascending, odd
-    descending) and skip what another has answered meanwhile (lib/support.py judge_items); None in any other run,
+    descending) and skip what another has answered meanwhile (lib/support/judging.py judge_items); None in any other
+    run,
     which judges alone."""
     if not is_day_run(context.run):
         return None

@@ -8,13 +8,12 @@ from datetime import date, timedelta, timezone
 
 import dagster as dg
 
+from citegate_assets.defs.partitions import FIRST_DAY
 from citegate_assets.lib.config import load_config
-from citegate_assets.lib.judge.batch_state import PENDING_PREFIX
-from citegate_assets.lib.settings import resolve
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import connect, query
-
-from .partitions import FIRST_DAY
+from citegate_assets.lib.core.paths import resolve
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.storage.warehouse import connect, query
+from citegate_assets.lib.support.judge.batch_state import PENDING_PREFIX
 
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"

@@ -5,7 +5,12 @@ pooled), and which gates are enforced (on own labels only) and what each costs i
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.calibration import (
+from citegate_assets.defs.asset_defaults import DUCKDB_POOL
+from citegate_assets.defs.resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
+from citegate_assets.lib.calibration.label_log import labeller_agreement
+from citegate_assets.lib.calibration.labels import read_labels, read_labels_empty
+from citegate_assets.lib.calibration.own_labels import classify, own_citations, strata_counts, weights
+from citegate_assets.lib.calibration.rates import (
     JUDGED_WINDOW_DAYS,
     OWN,
     REFERENCE,
@@ -14,19 +19,13 @@ from citegate_assets.lib.calibration import (
     gate_status,
     tier_summary,
 )
-from citegate_assets.lib.cascade import judge_tiered
-from citegate_assets.lib.judge.prompt import TEMPLATE_VERSION
-from citegate_assets.lib.judge.tiers import TO_LLM
-from citegate_assets.lib.label_log import labeller_agreement
-from citegate_assets.lib.labels import read_labels, read_labels_empty
-from citegate_assets.lib.own_labels import classify, own_citations, strata_counts, weights
+from citegate_assets.lib.core.terminal import safe
+from citegate_assets.lib.core.timestamps import UTC_TIMESTAMP, utc_now
 from citegate_assets.lib.reporting import gate_summary, markdown_table
-from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
-from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
-
-from .asset_defaults import DUCKDB_POOL
-from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
+from citegate_assets.lib.storage.warehouse import append_frame, query, run_script, transaction
+from citegate_assets.lib.support.cascade import judge_tiered
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_VERSION
+from citegate_assets.lib.support.judge.tiers import TO_LLM
 
 CALIBRATION_SCHEMA = {
     "scope": pl.String,

@@ -5,17 +5,16 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.ingest import ingest_landing
-from citegate_assets.lib.prompt_integrity import ROTATION_DAYS, days_to_verify
+from citegate_assets.defs.asset_defaults import DAILY
+from citegate_assets.defs.partitions import partition_days, row_count_metadata, run_days
+from citegate_assets.defs.resources import CitegateConfigResource, LandingResource, WarehouseResource
+from citegate_assets.lib.core.terminal import safe
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.provenance.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.text_store import streamed_text
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import query, run_script
-
-from .asset_defaults import DAILY
-from .partitions import partition_days, row_count_metadata, run_days
-from .resources import CitegateConfigResource, LandingResource, WarehouseResource
+from citegate_assets.lib.storage.text_store import streamed_text
+from citegate_assets.lib.storage.warehouse import query, run_script
 
 prompt_log = dg.AssetSpec(
     "prompt_log",

@@ -7,16 +7,21 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.chart import png_data_uri, rates_chart_png
-from citegate_assets.lib.metrics import HEADLINE, load_definitions, lock_problems, read_lock, update_metrics
-from citegate_assets.lib.publish import publish_lake
+from citegate_assets.defs.asset_defaults import DUCKDB_POOL
+from citegate_assets.defs.partitions import run_days
+from citegate_assets.defs.resources import CitegateConfigResource, LakeResource, WarehouseResource
+from citegate_assets.lib.core.timestamps import UTC_TIMESTAMP, utc_now
+from citegate_assets.lib.metrics.chart import png_data_uri, rates_chart_png
+from citegate_assets.lib.metrics.preregistered import (
+    HEADLINE,
+    load_definitions,
+    lock_problems,
+    read_lock,
+    update_metrics,
+)
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
-from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
-
-from .asset_defaults import DUCKDB_POOL
-from .partitions import run_days
-from .resources import CitegateConfigResource, LakeResource, WarehouseResource
+from citegate_assets.lib.storage.publish import publish_lake
+from citegate_assets.lib.storage.warehouse import append_frame, query, run_script, transaction
 
 LOCK_CHECK = "definitions_match_lock"
 BOUNDS, RECONCILE, VERSIONS = "rates_within_bounds", "denominators_reconcile", "one_definition_version_per_week"
@@ -255,7 +260,7 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
         asset_key="weekly_surface_metrics",
         metadata={
             "dagster/row_count": metrics.height,
-            # only the weeks whose inputs changed are recomputed (lib/metrics.py update_metrics)
+            # only the weeks whose inputs changed are recomputed (lib/metrics/preregistered.py update_metrics)
             "weeks_recomputed": dg.MetadataValue.md(", ".join(map(str, weeks)) or "none: no input changed"),
             "latest_week": dg.MetadataValue.md(
                 markdown_table(latest.select(["surface", *[m for m in HEADLINE if m in latest.columns]]), 40)

@@ -10,10 +10,10 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from citegate_assets.lib.records import EARLIEST_DAY
-from citegate_assets.lib.settings import resolve as resolve_settings
-from citegate_assets.lib.timestamps import utc_now
-from citegate_assets.lib.warehouse import connect, query
+from citegate_assets.lib.core.paths import resolve as resolve_settings
+from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.ingest.records import EARLIEST_DAY
+from citegate_assets.lib.storage.warehouse import connect, query
 
 FIRST_DAY_ENV = "CITEGATE_FIRST_DAY"
 

@@ -4,13 +4,12 @@ from datetime import timedelta
 
 import dagster as dg
 
-from citegate_assets.lib.provenance import check_provenance
+from citegate_assets.defs.asset_defaults import DAILY
+from citegate_assets.defs.partitions import partition_days, row_count_metadata
+from citegate_assets.defs.resources import WarehouseResource
+from citegate_assets.lib.provenance.gate import check_provenance
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.warehouse import query
-
-from .asset_defaults import DAILY
-from .partitions import partition_days, row_count_metadata
-from .resources import WarehouseResource
+from citegate_assets.lib.storage.warehouse import query
 
 COVERAGE_CHECK = "one_row_per_citation"
 

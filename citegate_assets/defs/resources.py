@@ -1,7 +1,7 @@
 """The resources, one per external thing: the warehouse file, the landing folder, citegate.toml, the files
 reviewers write, the judge endpoint. Connections open only inside assets.
 
-Each resource holds only its own paths as strings; an empty one is resolved by lib/settings.py, the one
+Each resource holds only its own paths as strings; an empty one is resolved by lib/core/paths.py, the one
 place that implements the precedence (the run config, which the CLI fills with what it resolved and printed,
 then the environment, then citegate.toml, then the default beside the warehouse or in the current directory).
 No field is a dg.EnvVar: see docs/decisions.md, "Resources"."""
@@ -20,13 +20,19 @@ import dagster as dg
 import duckdb
 
 from citegate_assets.lib.config import Config, JudgeConfig, load_config, parse_config
-from citegate_assets.lib.judge.base import Judge
-from citegate_assets.lib.judge.factory import ENV_BASE_URL, ENV_MODEL, effective_judge_config, make_judge, make_tiers
-from citegate_assets.lib.judge.tiers import JudgeTiers
-from citegate_assets.lib.lake_store import LakeStore, open_store
-from citegate_assets.lib.runlock import open_lock, run_lock
-from citegate_assets.lib.settings import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
-from citegate_assets.lib.warehouse import connect, ensure_schema
+from citegate_assets.lib.core.paths import BUILTIN_CONFIG, Settings, resolve_beside, resolve_config, resolve_top
+from citegate_assets.lib.core.runlock import open_lock, run_lock
+from citegate_assets.lib.storage.lake_store import LakeStore, open_store
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+from citegate_assets.lib.support.judge.base import Judge
+from citegate_assets.lib.support.judge.factory import (
+    ENV_BASE_URL,
+    ENV_MODEL,
+    effective_judge_config,
+    make_judge,
+    make_tiers,
+)
+from citegate_assets.lib.support.judge.tiers import JudgeTiers
 
 LOCK_WAIT_ENV = "CITEGATE_LOCK_WAIT_S"
 
@@ -34,7 +40,7 @@ LOCK_WAIT_ENV = "CITEGATE_LOCK_WAIT_S"
 class WarehouseResource(dg.ConfigurableResource):
     """The DuckDB warehouse file (CITEGATE_WAREHOUSE) and its published copy for the data team
     (CITEGATE_PUBLISHED, default beside it). Every run that uses it holds its run lock from start to end
-    (shared by day runs), and a step holds the file only while a connection is open (lib/runlock.py)."""
+    (shared by day runs), and a step holds the file only while a connection is open (lib/core/runlock.py)."""
 
     database: str = ""
     published: str = ""
@@ -50,7 +56,7 @@ class WarehouseResource(dg.ConfigurableResource):
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[WarehouseResource]:
-        """Every run that uses the warehouse holds its run lock from start to end (lib/runlock.py): the
+        """Every run that uses the warehouse holds its run lock from start to end (lib/core/runlock.py): the
         runs the daemon launches as well as `citegate run` and `citegate calibrate` (re-entrant there).
         A day run (only daily assets) holds it shared, so day runs go side by side; any other exclusively, and
         waits for day runs to end.
@@ -80,7 +86,7 @@ class WarehouseResource(dg.ConfigurableResource):
 
 class LakeResource(dg.ConfigurableResource):
     """The lake: one Delta table per large table, partitioned by day (CITEGATE_LAKE, [storage].lake, else beside
-    the warehouse; a folder or s3://bucket/prefix). A thin resource of our own around lib/lake.py, not
+    the warehouse; a folder or s3://bucket/prefix). A thin resource of our own around lib/storage/lake.py, not
     dagster-deltalake's IO manager, which filters a multi-day partition range on its first day only: the assets
     keep reading the warehouse, and the publish writes the days that changed (docs/scaling.md)."""
 
@@ -90,7 +96,7 @@ class LakeResource(dg.ConfigurableResource):
         return resolve_beside("lake", self.location, warehouse=warehouse.database_path(), config=config.config_path())
 
     def store(self, warehouse: WarehouseResource, config: CitegateConfigResource) -> LakeStore:
-        """The lake's store: what delta-rs writes to and the published file's views read (lib/lake_store.py)."""
+        """The lake's store: what delta-rs writes to and the published file's views read (lib/storage/lake_store.py)."""
         return open_store(self.root(warehouse, config))
 
 

@@ -4,9 +4,12 @@ gone (docs/retention.md)."""
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.file_rewrite import rewrite_if_text_removed
+from citegate_assets.defs.asset_defaults import DUCKDB_POOL
+from citegate_assets.defs.partitions import run_days
+from citegate_assets.defs.resources import CitegateConfigResource, WarehouseResource
+from citegate_assets.lib.core.timestamps import utc_now
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.retention import (
+from citegate_assets.lib.retention.drop_text import (
     TEXT_TABLES,
     apply_retention,
     cutoff_day,
@@ -14,11 +17,7 @@ from citegate_assets.lib.retention import (
     run_days_without_text,
     scrub_forgotten,
 )
-from citegate_assets.lib.timestamps import utc_now
-
-from .asset_defaults import DUCKDB_POOL
-from .partitions import run_days
-from .resources import CitegateConfigResource, WarehouseResource
+from citegate_assets.lib.storage.file_rewrite import rewrite_if_text_removed
 
 TEXT_CHECK = "run_days_hold_their_text"
 

@@ -6,21 +6,20 @@ from datetime import datetime
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.best_evidence import decide_cause, top_candidates
-from citegate_assets.lib.cascade import judge_tiered
-from citegate_assets.lib.numbers import numeric_piece
-from citegate_assets.lib.passages import other_passages
-from citegate_assets.lib.policies import registered_policies
-from citegate_assets.lib.processes import map_rows
+from citegate_assets.defs.asset_defaults import DAILY, DUCKDB_POOL, JUDGE_POOL, judge_order, judge_slots
+from citegate_assets.defs.partitions import partition_days, row_count_metadata
+from citegate_assets.defs.resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
+from citegate_assets.lib.core.processes import map_rows
+from citegate_assets.lib.core.timestamps import UTC_TIMESTAMP, utc_now
+from citegate_assets.lib.provenance.passages import other_passages
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.reviews import latest_by_citation, read_reviews
-from citegate_assets.lib.text_store import streamed_text
-from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
-from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
-
-from .asset_defaults import DAILY, DUCKDB_POOL, JUDGE_POOL, judge_order, judge_slots
-from .partitions import partition_days, row_count_metadata
-from .resources import CitegateConfigResource, JudgeResource, ReviewFilesResource, WarehouseResource
+from citegate_assets.lib.review.best_evidence import decide_cause, top_candidates
+from citegate_assets.lib.review.reviews import latest_by_citation, read_reviews
+from citegate_assets.lib.storage.text_store import streamed_text
+from citegate_assets.lib.storage.warehouse import append_frame, query, run_script, transaction
+from citegate_assets.lib.support.cascade import judge_tiered
+from citegate_assets.lib.support.numbers import numeric_piece
+from citegate_assets.lib.support.policies import registered_policies
 
 
 @dg.asset(

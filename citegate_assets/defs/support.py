@@ -6,27 +6,26 @@ from typing import TYPE_CHECKING
 import dagster as dg
 import polars as pl
 
-from citegate_assets.lib.agreement import SALT as AGREEMENT_SALT
-from citegate_assets.lib.agreement import agreement, confusion_rows
-from citegate_assets.lib.cascade import cascade_line, judge_tiered
+from citegate_assets.defs.asset_defaults import DAILY, JUDGE_POOL, judge_order, judge_slots
+from citegate_assets.defs.partitions import partition_days, row_count_metadata
+from citegate_assets.defs.resources import CitegateConfigResource, JudgeResource, WarehouseResource, judge_share
 from citegate_assets.lib.config import JudgeConfig
-from citegate_assets.lib.judge.base import Judge
-from citegate_assets.lib.judge.factory import effective_judge_config, make_secondary_judge
-from citegate_assets.lib.numbers import numeric_piece
-from citegate_assets.lib.passages import cited_passages
-from citegate_assets.lib.processes import map_rows, worker_count
+from citegate_assets.lib.core.processes import map_rows, worker_count
+from citegate_assets.lib.core.timestamps import UTC_TIMESTAMP, utc_now
+from citegate_assets.lib.provenance.passages import cited_passages
 from citegate_assets.lib.reporting import markdown_table
-from citegate_assets.lib.sampling import select_sample
-from citegate_assets.lib.support import judge_items, judge_items_batch
-from citegate_assets.lib.timestamps import UTC_TIMESTAMP, utc_now
-from citegate_assets.lib.warehouse import append_frame, query, run_script, transaction
-
-from .asset_defaults import DAILY, JUDGE_POOL, judge_order, judge_slots
-from .partitions import partition_days, row_count_metadata
-from .resources import CitegateConfigResource, JudgeResource, WarehouseResource, judge_share
+from citegate_assets.lib.storage.warehouse import append_frame, query, run_script, transaction
+from citegate_assets.lib.support.agreement import SALT as AGREEMENT_SALT
+from citegate_assets.lib.support.agreement import agreement, confusion_rows
+from citegate_assets.lib.support.cascade import cascade_line, judge_tiered
+from citegate_assets.lib.support.judge.base import Judge
+from citegate_assets.lib.support.judge.factory import effective_judge_config, make_secondary_judge
+from citegate_assets.lib.support.judging import judge_items, judge_items_batch
+from citegate_assets.lib.support.numbers import numeric_piece
+from citegate_assets.lib.support.sampling import select_sample
 
 if TYPE_CHECKING:  # the client imports openai, which a run without the Batch API never needs
-    from citegate_assets.lib.judge.batch import BatchClient
+    from citegate_assets.lib.support.judge.batch import BatchClient
 
 
 @dg.asset(group_name="support", kinds={"duckdb"}, deps=["provenance_results"], **DAILY)
@@ -283,8 +282,9 @@ def batch_client(
     It adopts a batch found by its token only if the warehouse does not hold that batch id yet."""
     if cfg.mode != "batch":
         return None
-    from citegate_assets.lib.judge.batch import BatchClient, BatchSettings  # openai: only a batch run imports it
-    from citegate_assets.lib.judge.openai_judge import OpenAIJudge
+    # openai: only a batch run imports it
+    from citegate_assets.lib.support.judge.batch import BatchClient, BatchSettings
+    from citegate_assets.lib.support.judge.openai_judge import OpenAIJudge
 
     if not isinstance(the_judge, OpenAIJudge):
         return None

@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .config_fields import (
+from citegate_assets.lib.core.config_fields import (
     BadValue,
     ConfigError,
     as_table,
@@ -27,12 +27,14 @@ from .config_fields import (
     reject_unknown,
     sub_tables,
 )
-from .folders import read_named_file
-from .ingest_settings import AdaptersConfig, IngestConfig
-from .judge.settings import JudgeConfig
-from .judge.settings import SecondaryJudgeConfig as SecondaryJudgeConfig  # importers of config keep working
-from .profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
-from .surfaces import DEFAULT_SURFACE, SurfacePolicy
+from citegate_assets.lib.core.folders import read_named_file
+from citegate_assets.lib.core.surfaces import DEFAULT_SURFACE, SurfacePolicy
+from citegate_assets.lib.ingest.profiles import BUILTIN_PROFILES, Profile, ProfileError, validate_profile
+from citegate_assets.lib.ingest.settings import AdaptersConfig, IngestConfig
+from citegate_assets.lib.support.judge.settings import JudgeConfig
+
+# importers of config keep working
+from citegate_assets.lib.support.judge.settings import SecondaryJudgeConfig as SecondaryJudgeConfig
 
 # ---------------------------------------------------------------------------------------------------
 # Checks: each takes (dotted key, value) and returns the value to keep, or raises BadValue naming the key.
@@ -94,7 +96,7 @@ class QueueConfig:
 
 @dataclass(frozen=True)
 class StorageConfig:
-    """[storage]: where the large tables' Delta tables go (lib/lake.py, docs/scaling.md)."""
+    """[storage]: where the large tables' Delta tables go (lib/storage/lake.py, docs/scaling.md)."""
 
     lake: str = checked_field(
         "",
@@ -106,7 +108,7 @@ class StorageConfig:
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    """[retention]: how long prompt and chunk text is kept (lib/retention.py, docs/retention.md)."""
+    """[retention]: how long prompt and chunk text is kept (lib/retention/drop_text.py, docs/retention.md)."""
 
     text_days: int = checked_field(
         0,

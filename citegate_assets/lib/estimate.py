@@ -14,14 +14,15 @@ estimates the tokens of the prompts the judge would receive for the rest:
   without a price has no cost (shown null); the offline judge costs nothing.
 
 The secondary judge ([judge.secondary]) has its own row, mode `secondary`: it is called on the stable hash sample
-(lib/agreement.py agreement_key < sample_rate) of the citations the primary judges, one call per distinct pair not
+(lib/support/agreement.py agreement_key < sample_rate) of the citations the primary judges, one call per distinct pair
+not
 in judge_cache for its model, always online (judge_agreement calls it pair by pair), at its model's price. The
 real run samples only pairs the primary answered (not `error`), so this is an upper bound when the primary fails.
 
 `best_evidence` calls the judge too, on up to [queue] best_evidence_k other passages of the prompt per support
 failure. Which citations fail is known only after the support gate has judged them, so each model has a row of
 mode `best_evidence (max)`: the calls if every citation the gate judges failed, plus those that fail the numeric
-check whether judged or not (an upper bound), on the candidates best_evidence would rank (lib/best_evidence.py
+check whether judged or not (an upper bound), on the candidates best_evidence would rank (lib/review/best_evidence.py
 top_candidates over review/other_passages), less the pairs the support gate judges in the same run and those
 judge_cache holds; always online (best evidence is not batched), at the model's price.
 
@@ -30,7 +31,8 @@ goes to the LLM judge: the screen is cheap and deterministic, so the estimate ru
 best_evidence's candidates) and counts, for the LLM models, only the pairs it leaves; its own row (mode `screen
 (cascade)`) shows the pairs it runs on, in process, at no cost.
 
-The citations and their passages are the support gate's (lib/passages.py cited_passages: one streamed read of the
+The citations and their passages are the support gate's (lib/provenance/passages.py cited_passages: one streamed read of
+the
 range's prompts); sql/report/estimate_pairs.sql applies the policy and hashes them.
 
 Pairs are counted once per range (a backfill runs the range as one run, and one run judges a pair once).
@@ -47,20 +49,20 @@ from datetime import date, timedelta
 import duckdb
 import polars as pl
 
-from .agreement import agreement_key
-from .best_evidence import top_candidates
-from .config import Config
-from .judge.base import Judge, JudgeRequest
-from .judge.prompt import TEMPLATE_VERSION, render_prompt
-from .judge.tiers import TO_LLM
-from .numbers import numeric_piece
-from .passages import cited_passages, other_passages
-from .policies import registered_policies
-from .processes import map_rows
-from .reporting import text_table
-from .sampling import SALT
-from .terminal import safe
-from .warehouse import query
+from citegate_assets.lib.config import Config
+from citegate_assets.lib.core.processes import map_rows
+from citegate_assets.lib.core.terminal import safe
+from citegate_assets.lib.provenance.passages import cited_passages, other_passages
+from citegate_assets.lib.reporting import text_table
+from citegate_assets.lib.review.best_evidence import top_candidates
+from citegate_assets.lib.storage.warehouse import query
+from citegate_assets.lib.support.agreement import agreement_key
+from citegate_assets.lib.support.judge.base import Judge, JudgeRequest
+from citegate_assets.lib.support.judge.prompt import TEMPLATE_VERSION, render_prompt
+from citegate_assets.lib.support.judge.tiers import TO_LLM
+from citegate_assets.lib.support.numbers import numeric_piece
+from citegate_assets.lib.support.policies import registered_policies
+from citegate_assets.lib.support.sampling import SALT
 
 CHARS_PER_TOKEN = 4
 EVIDENCE_MODE = "best_evidence (max)"
@@ -87,7 +89,7 @@ def prompt_tokens(passage_chars: int, claim_chars: int) -> int:
 
 
 def _key(model: str, passage_sha256: str, claim_sha256: str) -> str:
-    """lib/support.py's cache_key from the two hashes."""
+    """lib/support/judging.py's cache_key from the two hashes."""
     text = "\x1f".join((model, TEMPLATE_VERSION, passage_sha256, claim_sha256))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -106,7 +108,8 @@ def selected_pairs(
     con: duckdb.DuckDBPyConnection, config: Config, start: date, end: date, passages: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """One row per provenance-passing citation of [start, end) with its surface's policy applied, ordered by
-    citation_id: the support gate's citations and passages (lib/passages.py, one read of the prompts; or passages,
+    citation_id: the support gate's citations and passages (lib/provenance/passages.py, one read of the prompts; or
+    passages,
     read already) keyed and sampled in sql/report/estimate_pairs.sql. Where retention removed the text, the hashes
     and lengths are null."""
     if passages is None:

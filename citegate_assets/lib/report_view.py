@@ -14,13 +14,13 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from citegate_assets.lib.calibration import wilson_interval
-from citegate_assets.lib.cascade import cascade_line, cascade_savings
-from citegate_assets.lib.judge.base import UNJUDGED
-from citegate_assets.lib.judge.tiers import JudgeTiers
+from citegate_assets.lib.calibration.rates import wilson_interval
+from citegate_assets.lib.core.terminal import safe
 from citegate_assets.lib.reporting import gate_summary, text_table
-from citegate_assets.lib.terminal import safe
-from citegate_assets.lib.warehouse import connect, query
+from citegate_assets.lib.storage.warehouse import connect, query
+from citegate_assets.lib.support.cascade import cascade_line, cascade_savings
+from citegate_assets.lib.support.judge.base import UNJUDGED
+from citegate_assets.lib.support.judge.tiers import JudgeTiers
 
 
 class DayRange(Protocol):
@@ -199,10 +199,11 @@ def summarize(warehouse: Path, plan: DayRange | None = None) -> str:
 
 
 def judge_report(warehouse: Path, tiers: JudgeTiers) -> str:
-    """Which judge ran; the screen's false pass and recall on held-out real labels (lib/judge/screen.py HELD_OUT);
+    """Which judge ran; the screen's false pass and recall on held-out real labels (lib/support/judge/screen.py
+    HELD_OUT);
     the hand labels calibration read, by origin, file and labeller; how to connect an LLM judge. Which labels each
     surface's status rests on is the gate's one line (lib/reporting.py gate_summary), printed above it."""
-    from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
+    from citegate_assets.lib.support.judge.screen import HELD_OUT, SCREEN_MODEL
 
     lines = ["", f"Judge: {safe(tiers.describe())}"]
     if tiers.screen is not None and tiers.screen.model == SCREEN_MODEL:

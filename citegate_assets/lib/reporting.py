@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from citegate_assets.lib.terminal import safe
+from citegate_assets.lib.core.terminal import safe
 
 
 def _shown(text: str, limit: int) -> str:
@@ -87,10 +87,11 @@ def gate_summary(rows: list[dict]) -> str:
 
 
 def screen_held_out(models: list[str]) -> list[str]:
-    """The screen's false pass and recall over every held-out test split (lib/judge/screen.py HELD_OUT), when it is
+    """The screen's false pass and recall over every held-out test split (lib/support/judge/screen.py HELD_OUT), when it
+    is
     one of the judges (alone, or the first tier of a cascade: "<screen> > <llm>")."""
-    from citegate_assets.lib.calibration import wilson_interval
-    from citegate_assets.lib.judge.screen import HELD_OUT, SCREEN_MODEL
+    from citegate_assets.lib.calibration.rates import wilson_interval
+    from citegate_assets.lib.support.judge.screen import HELD_OUT, SCREEN_MODEL
 
     if not any(SCREEN_MODEL in model.split(" > ") for model in models):
         return []

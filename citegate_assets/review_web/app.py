@@ -1,9 +1,10 @@
 """The review web page (`citegate serve`): the queue, one entry, decisions, the weekly metrics and their trace, and
-the Label tab (labels from the warehouse's own traffic, blind: lib/own_labels.py, lib/label_log.py).
+the Label tab (labels from the warehouse's own traffic, blind: lib/calibration/own_labels.py,
+lib/calibration/label_log.py).
 
 Server-rendered with Starlette and Jinja2 (autoescape on: every logged value is escaped), one small static JS
 file for the keyboard. Reads the published copy only, with a read-only connection per request, and the live
-reviews log; decisions go through lib/reviews.py (make_review, append_review), exactly as `citegate review`.
+reviews log; decisions go through lib/review/reviews.py (make_review, append_review), exactly as `citegate review`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from citegate_assets.lib.metrics import HEADLINE
-from citegate_assets.lib.reviews import CAUSES, ReviewError, append_review, make_review
-from citegate_assets.lib.settings import Settings
-from citegate_assets.lib.warehouse import query
+from citegate_assets.lib.core.paths import Settings
+from citegate_assets.lib.metrics.preregistered import HEADLINE
+from citegate_assets.lib.review.reviews import CAUSES, ReviewError, append_review, make_review
+from citegate_assets.lib.storage.warehouse import query
 from citegate_assets.review_web import csrf
 from citegate_assets.review_web.auth import (
     COOKIE,

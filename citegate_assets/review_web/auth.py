@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..lib.folders import read_named_file
+from citegate_assets.lib.core.folders import read_named_file
 
 MODES = ("local", "proxy", "tokens")
 DEFAULT_PROXY_HEADER = "X-Forwarded-User"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from citegate_assets.lib.queue_view import NO_PASSAGE, PASSAGE_SOURCES, _span_in_passage
+from citegate_assets.lib.review.queue_view import NO_PASSAGE, PASSAGE_SOURCES, _span_in_passage
 
 CONTEXT_CHARS = 300
 PASSAGE_CHARS = 4000

@@ -1,6 +1,6 @@
 """The Label tab of the review page: the next pair of a sample for one labeller, blind (the passage as it reached the
 prompt and the claim, nothing else), and each key press (a label, a skip, an undo) appended to the labels folder's
-own-labels log (lib/own_labels.py, lib/label_log.py)."""
+own-labels log (lib/calibration/own_labels.py, lib/calibration/label_log.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from citegate_assets.lib.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
-from citegate_assets.lib.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
-from citegate_assets.lib.label_log import LOG_NAME as LABEL_LOG
-from citegate_assets.lib.label_log import LabelError, append_label, labeller_agreement, make_line, replay
-from citegate_assets.lib.own_labels import checked_size, line_for, next_pair, progress, undo_line
-from citegate_assets.lib.settings import Settings
+from citegate_assets.lib.calibration.label_log import DEFAULT_SEED as DEFAULT_LABEL_SEED
+from citegate_assets.lib.calibration.label_log import DEFAULT_SIZE as DEFAULT_LABEL_SIZE
+from citegate_assets.lib.calibration.label_log import LOG_NAME as LABEL_LOG
+from citegate_assets.lib.calibration.label_log import LabelError, append_label, labeller_agreement, make_line, replay
+from citegate_assets.lib.calibration.own_labels import checked_size, line_for, next_pair, progress, undo_line
+from citegate_assets.lib.core.paths import Settings
 from citegate_assets.review_web.queries import LiveLabels, NotPublished, SampleCache, Warehouse
 from citegate_assets.review_web.sessions import Visitor
 

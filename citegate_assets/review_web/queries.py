@@ -14,12 +14,19 @@ from typing import Any
 
 import duckdb
 
-from citegate_assets.lib.label_log import LabelLine, read_label_log
-from citegate_assets.lib.label_log import log_stamp as labels_stamp
-from citegate_assets.lib.own_labels import Sample, draw_sample
+from citegate_assets.lib.calibration.label_log import LabelLine, read_label_log
+from citegate_assets.lib.calibration.label_log import log_stamp as labels_stamp
+from citegate_assets.lib.calibration.own_labels import Sample, draw_sample
 from citegate_assets.lib.reporting import gate_summary
-from citegate_assets.lib.reviews import LogLine, Review, format_timestamp, latest_by_citation, log_stamp, read_reviews
-from citegate_assets.lib.warehouse import connect, query
+from citegate_assets.lib.review.reviews import (
+    LogLine,
+    Review,
+    format_timestamp,
+    latest_by_citation,
+    log_stamp,
+    read_reviews,
+)
+from citegate_assets.lib.storage.warehouse import connect, query
 
 STATUSES = ("open", "decided", "accepted", "repaired", "escalated")
 FILTERS = ("surface", "reason", "status", "week", "owner")
@@ -230,7 +237,7 @@ class ChartCache:
                 return self._png
             import matplotlib.pyplot as plt
 
-            from citegate_assets.lib.chart import DPI, PNG_METADATA, rates_figure
+            from citegate_assets.lib.metrics.chart import DPI, PNG_METADATA, rates_figure
 
             with warehouse.open() as con:
                 frame = query(con, "metric_tables/headline_for_chart").pl()
@@ -245,7 +252,8 @@ class ChartCache:
 
 
 class SampleCache:
-    """The own-label samples (lib/own_labels.py) drawn from the published copy, kept until the copy changes: the same
+    """The own-label samples (lib/calibration/own_labels.py) drawn from the published copy, kept until the copy changes:
+    the same
     (copy, seed, size) is the same sample."""
 
     KEEP = 4

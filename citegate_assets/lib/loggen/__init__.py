@@ -15,9 +15,9 @@ citations (citations and claims), rendering (the logged prompt), request (one re
 truth, labels, summary).
 """
 
-from .generator import LOG_FORMAT, generate_logs
-from .malformed import MALFORMED_KINDS, PROMPT_KEPT_KINDS
-from .vocabulary import CLAIM_KINDS, REASONS, SURFACES, Surface
+from citegate_assets.lib.loggen.generator import LOG_FORMAT, generate_logs
+from citegate_assets.lib.loggen.malformed import MALFORMED_KINDS, PROMPT_KEPT_KINDS
+from citegate_assets.lib.loggen.vocabulary import CLAIM_KINDS, REASONS, SURFACES, Surface
 
 __all__ = [
     "CLAIM_KINDS",

@@ -9,10 +9,18 @@ from dataclasses import dataclass
 from functools import partial
 from random import Random
 
-from .corpus import Chunk, Corpus, Sentence, new_sentence
-from .retrieval import Layout
-from .sentences import OVERREACH_EXTRAS
-from .vocabulary import BOILERPLATE, CLAIM_KINDS, CLAIM_WEIGHTS, ONCE_PER_REQUEST, REASON_WEIGHTS, TOPICS, fold
+from citegate_assets.lib.loggen.corpus import Chunk, Corpus, Sentence, new_sentence
+from citegate_assets.lib.loggen.retrieval import Layout
+from citegate_assets.lib.loggen.sentences import OVERREACH_EXTRAS
+from citegate_assets.lib.loggen.vocabulary import (
+    BOILERPLATE,
+    CLAIM_KINDS,
+    CLAIM_WEIGHTS,
+    ONCE_PER_REQUEST,
+    REASON_WEIGHTS,
+    TOPICS,
+    fold,
+)
 
 
 @dataclass

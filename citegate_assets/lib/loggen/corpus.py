@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from random import Random
 
-from .sentences import SENTENCES, SentenceTemplate
-from .slots import fill
-from .vocabulary import CHUNKINGS, TOPICS, fold
+from citegate_assets.lib.loggen.sentences import SENTENCES, SentenceTemplate
+from citegate_assets.lib.loggen.slots import fill
+from citegate_assets.lib.loggen.vocabulary import CHUNKINGS, TOPICS, fold
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from .citations import Cite
+from citegate_assets.lib.loggen.citations import Cite
 
 LABELLER = "citegate-loggen-truth"
 LABEL_OF_KIND = {"faithful": "yes", "overreach": "no", "numeric_mismatch": "no", "unrelated": "no"}

@@ -14,11 +14,11 @@ from pathlib import Path
 from random import Random
 from typing import Any, TextIO
 
-from .corpus import Corpus, build_corpus
-from .demo_labels import DEFAULT_COUNT, Candidate, candidates, sample_labels, write_labels
-from .malformed import MALFORMED_KINDS, malformed_line, plan_malformed
-from .request import Request, build_request, json_line
-from .vocabulary import CLAIM_KINDS, REASONS, SURFACES
+from citegate_assets.lib.loggen.corpus import Corpus, build_corpus
+from citegate_assets.lib.loggen.demo_labels import DEFAULT_COUNT, Candidate, candidates, sample_labels, write_labels
+from citegate_assets.lib.loggen.malformed import MALFORMED_KINDS, malformed_line, plan_malformed
+from citegate_assets.lib.loggen.request import Request, build_request, json_line
+from citegate_assets.lib.loggen.vocabulary import CLAIM_KINDS, REASONS, SURFACES
 
 LOG_FORMAT = "citegate-log/1"
 

@@ -8,7 +8,7 @@ from collections import deque
 from random import Random
 from typing import Any
 
-from .request import json_line
+from citegate_assets.lib.loggen.request import json_line
 
 MALFORMED_KINDS = (
     "invalid_json",

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from random import Random
 
-from .vocabulary import ANTHROPIC_SYSTEM, LANGCHAIN_SYSTEM, LLAMAINDEX_HEADER, PLAIN_LIST_HEADER, Surface
+from citegate_assets.lib.loggen.vocabulary import (
+    ANTHROPIC_SYSTEM,
+    LANGCHAIN_SYSTEM,
+    LLAMAINDEX_HEADER,
+    PLAIN_LIST_HEADER,
+    Surface,
+)
 
 
 def _html_escape(text: str) -> str:

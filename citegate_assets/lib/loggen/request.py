@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from .citations import CitationBuilder, Cite, draw_claim, draw_reasons
-from .corpus import Corpus, Sentence, new_sentence
-from .rendering import render_logged_prompt
-from .retrieval import Layout, plan_layout
-from .sentences import PASTE_WRAPPERS, QUESTION_OPENERS, QUESTIONS
-from .slots import fill
-from .vocabulary import ANSWER_MODELS, SURFACES, Surface, fold
+from citegate_assets.lib.loggen.citations import CitationBuilder, Cite, draw_claim, draw_reasons
+from citegate_assets.lib.loggen.corpus import Corpus, Sentence, new_sentence
+from citegate_assets.lib.loggen.rendering import render_logged_prompt
+from citegate_assets.lib.loggen.retrieval import Layout, plan_layout
+from citegate_assets.lib.loggen.sentences import PASTE_WRAPPERS, QUESTION_OPENERS, QUESTIONS
+from citegate_assets.lib.loggen.slots import fill
+from citegate_assets.lib.loggen.vocabulary import ANSWER_MODELS, SURFACES, Surface, fold
 
 
 @dataclass

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from random import Random
 
-from .corpus import Chunk, Corpus
-from .vocabulary import Surface, fold
+from citegate_assets.lib.loggen.corpus import Chunk, Corpus
+from citegate_assets.lib.loggen.vocabulary import Surface, fold
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..reasons import ASSEMBLY_FAILURES
+from citegate_assets.lib.core.reasons import ASSEMBLY_FAILURES
 
 # Checker precedence, highest first; "ok" only when nothing else applies.
 REASONS = (*ASSEMBLY_FAILURES, "ok")

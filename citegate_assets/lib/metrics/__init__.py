@@ -1,0 +1,1 @@
+"""Weekly metrics: the preregistered definitions, their chart and their text view."""

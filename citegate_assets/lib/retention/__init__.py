@@ -1,0 +1,1 @@
+"""Retention and erasure: old prompt text dropped, a request forgotten everywhere it was written."""
