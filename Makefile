@@ -25,8 +25,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
 
+# lint, Dagster's own check of the definitions (`dg check defs`: the [tool.dg] project of pyproject.toml), then the
+# tests (tests/test_asset_graph.py compares the asset graph with its snapshot)
 test: lint
-	$(BIN)/python -m pytest -q -n 3 --dist loadfile  # a test file per worker; 3 workers keep 2 cores busy through sqlite and subprocess waits
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(BIN)/dg check defs
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder  # a test file per worker, the slowest first (tests/conftest.py); 3 workers keep 2 cores busy through subprocess and server waits
 
 # the Dagster UI on http://127.0.0.1:$(PORT)/ (`make ui PORT=3001` for another port), in the project's Dagster home,
 # where `citegate run` from this folder records its runs too

@@ -25,7 +25,7 @@ def measure(work: Path, rows: int) -> dict:
     import polars as pl
 
     from citegate_assets.lib.ingest.known_requests import KnownRequests
-    from citegate_assets.lib.ingest.stream import INGEST_MEMORY_LIMIT_BYTES, bounded_memory
+    from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, bounded_memory
     from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     work.mkdir(parents=True, exist_ok=True)

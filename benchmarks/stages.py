@@ -406,7 +406,8 @@ def markers(args: dict) -> dict:
     from citegate_assets.lib.config import load_config
     from citegate_assets.lib.core.timestamps import utc_now
     from citegate_assets.lib.ingest.anchors import Stretch, anchor_in_prompt, anchor_sentence
-    from citegate_assets.lib.ingest.batch import frames_of_records, marker_refs
+    from citegate_assets.lib.ingest.batch import frames_of_records
+    from citegate_assets.lib.ingest.citation_rows import marker_refs
     from citegate_assets.lib.ingest.markers import read_markers
     from citegate_assets.lib.ingest.normalize_plain import normalize_str
     from citegate_assets.lib.ingest.records import Record, parse_line

@@ -292,7 +292,8 @@ def to_log_record(
 
 
 def _marker_citations(layout: Layout, retrieved: list[dict], answer: str, pattern: str) -> list[dict]:
-    """The answer's marker citations, resolved as ingest resolves them (lib/ingest/batch.py _marker_citations)."""
+    """The answer's marker citations, resolved as ingest resolves them (lib/ingest/citation_rows.py
+    _marker_citations)."""
     chunks = parse_retrieved(retrieved)
     assert not isinstance(chunks, Reject)  # _prompt checked them
     in_prompt = {s.chunk_id for s in layout.sections if s.chunk_id is not None}

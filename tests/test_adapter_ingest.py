@@ -368,11 +368,11 @@ def test_a_call_already_ingested_from_another_file_is_a_duplicate(con, landing, 
 
 
 def test_a_crash_mid_file_resumes_without_duplicates(con, landing, config, monkeypatch):
-    from citegate_assets.lib.ingest import stream as ingest_module
+    from citegate_assets.lib.ingest import writer as ingest_writer
 
     write(landing / "traces.jsonl", trace_file())
     calls = {"n": 0}
-    real = ingest_module._write_batch
+    real = ingest_writer._write_batch
 
     def dies_on_second_batch(*args):
         calls["n"] += 1
@@ -380,10 +380,10 @@ def test_a_crash_mid_file_resumes_without_duplicates(con, landing, config, monke
             raise OSError("disk gone")
         return real(*args)
 
-    monkeypatch.setattr(ingest_module, "_write_batch", dies_on_second_batch)
-    with pytest.raises(ingest_module.IngestWriteError):
+    monkeypatch.setattr(ingest_writer, "_write_batch", dies_on_second_batch)
+    with pytest.raises(ingest_writer.IngestWriteError):
         ingest_landing(con, landing, config, now=NOW, final=True, batch_lines=3)
-    monkeypatch.setattr(ingest_module, "_write_batch", real)
+    monkeypatch.setattr(ingest_writer, "_write_batch", real)
     [(_, status, items, *_)] = ledger(con)
     assert (status, items) == ("partial", 3)
     ingest_landing(con, landing, config, now=NOW, final=True)

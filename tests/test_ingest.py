@@ -305,14 +305,14 @@ RETRIEVED_TEXT = (
 
 def _ingest_generated(tmp_path, config, monkeypatch, once: bool):
     """The generated logs (every template, json/text/python_repr prompts, malformed lines) into a new warehouse."""
-    from citegate_assets.lib.ingest import stream as ingest_module
+    from citegate_assets.lib.ingest import run_batches
     from citegate_assets.lib.loggen import generate_logs
     from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     landing = tmp_path / "generated"
     if not landing.exists():
         generate_logs(landing, days=1, requests_per_day=80, seed=5)
-    monkeypatch.setattr(ingest_module, "STORE_RETRIEVED_TEXT_ONCE", once)
+    monkeypatch.setattr(run_batches, "STORE_RETRIEVED_TEXT_ONCE", once)
     path = tmp_path / f"once-{once}.duckdb"
     with connect(path) as c:
         ensure_schema(c)

@@ -3,7 +3,8 @@
 
 import json
 
-from citegate_assets.lib.ingest.stream import INGEST_MEMORY_LIMIT_BYTES, ingest_landing
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES
 
 from .helpers import scenario_record, write_jsonl
 

@@ -286,7 +286,7 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
 
     import duckdb
 
-    from citegate_assets.lib.ingest.batch import _raw_span
+    from citegate_assets.lib.ingest.retrievals import _raw_span
 
     body = {"role": "system", "content": f"Context:\n[1] {text}\n{other}"}
     prompt = json.dumps(
@@ -313,7 +313,7 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
 def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt):
     import json
 
-    from citegate_assets.lib.ingest.batch import NOWHERE, _raw_span
+    from citegate_assets.lib.ingest.retrievals import NOWHERE, _raw_span
 
     forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
     if not any(form in prompt for form in forms):

@@ -97,6 +97,15 @@ def test_tables_never_let_a_control_through(cells):
         assert table.count("\n") == len(cells) + 1  # header, rule, one line per row: no cell starts a line
 
 
+def test_a_cell_of_wide_characters_never_wraps_onto_a_line_of_its_own():
+    """Polars cut long cells itself and measured wide characters (which count twice) against its cut, so a cell of
+    them wrapped: its end started a line of its own."""
+    cell = "0" * 16 + "\x1f" * 6 + "\x08" * 3 + "\u2e80" * 5
+    df = pl.DataFrame({"value": [cell], "listed": [[cell]], "n": [0]})
+    for table in (text_table(df), markdown_table(df)):
+        assert table.count("\n") == 2, table
+
+
 # ------------------------------------------------------------------------------------------------ the CLI
 
 FILE_NAME = "logs\x1b[2J\u202e.jsonl"

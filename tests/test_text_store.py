@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from citegate_assets.lib.ingest import stream as ingest_module
+from citegate_assets.lib.ingest import writer as ingest_writer
 from citegate_assets.lib.ingest.stream import IngestWriteError, ingest_landing
 from citegate_assets.lib.loggen import generate_logs
 from citegate_assets.lib.retention.drop_text import apply_retention
@@ -80,7 +80,7 @@ def test_a_failed_write_leaves_no_text_file_and_a_killed_ingests_file_is_swept(t
     def failing(cursor, relations, ledger, memory):
         raise duckdb.IOException("disk gone")
 
-    monkeypatch.setattr(ingest_module, "_write_batch_within", failing)
+    monkeypatch.setattr(ingest_writer, "_write_batch_within", failing)
     with connect(path) as con:
         ensure_schema(con)
         with pytest.raises(IngestWriteError):

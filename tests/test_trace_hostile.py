@@ -333,3 +333,23 @@ def test_through_ingest_every_mutated_file_balances_and_its_untouched_calls_land
     for name, rids in expected.items():  # in prompts, or refused as a copy of a call another mutated file gave
         assert rids <= landed | refused, (name, rids - landed - refused)
     assert landed
+
+
+@pytest.mark.parametrize("wrong", [[], {}, ["chat"]])
+def test_an_operation_name_of_a_list_or_an_object_is_one_spans_fault_not_the_files(wrong):
+    """`gen_ai.operation.name` whose stringValue is a list or an object (unhashable) was looked up in a set of
+    names and failed the whole file; now every other call converts as before."""
+    raw = CLEAN["otlp"]
+    before = _convert("otlp", raw)
+    obj = json.loads(raw[0])
+    changed = 0
+    for path in _paths(obj):
+        node = _at(obj, path) if path else obj
+        if isinstance(node, dict) and node.get("key") == "gen_ai.operation.name":
+            node["value"] = {"stringValue": copy.deepcopy(wrong)}
+            changed += 1
+            break
+    assert changed == 1
+    after = _convert("otlp", [json.dumps(obj).encode(), *raw[1:]])
+    kept = [key for key in before if key[0] == "call" and key in after and after[key] == before[key]]
+    assert len(kept) >= len([k for k in before if k[0] == "call"]) - 1

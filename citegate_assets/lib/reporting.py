@@ -7,48 +7,55 @@ import polars as pl
 from citegate_assets.lib.core.terminal import safe
 
 
-def _escaped(df: pl.DataFrame) -> pl.DataFrame:
-    """Text cells (and lists of text) with control characters rendered visibly: the values come from logs."""
+def _shown(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _escaped(df: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """Text cells (and lists of text, as one text) with control characters rendered visibly, cut to `limit`
+    characters here: the values come from logs, and a cell polars had to cut itself could wrap onto a line of its
+    own (it measures wide characters, which count twice, against its own cut)."""
     exprs = []
     for name, dtype in df.schema.items():
         if dtype == pl.String:
-            exprs.append(pl.col(name).map_elements(safe, return_dtype=pl.String, skip_nulls=True))
-        elif dtype == pl.List(pl.String):
             exprs.append(
-                pl.col(name).list.eval(pl.element().map_elements(safe, return_dtype=pl.String, skip_nulls=True))
+                pl.col(name).map_elements(lambda v: _shown(safe(v), limit), return_dtype=pl.String, skip_nulls=True)
             )
+        elif dtype == pl.List(pl.String):
+            listed = pl.col(name).map_elements(
+                lambda v: _shown("[" + ", ".join("null" if x is None else f'"{safe(x)}"' for x in v) + "]", limit),
+                return_dtype=pl.String,
+                skip_nulls=True,
+            )
+            exprs.append(listed)
     out = df.with_columns(exprs) if exprs else df
     return out.rename({c: safe(c) for c in out.columns if safe(c) != c})
+
+
+def _render(df: pl.DataFrame, max_rows: int, limit: int, formatting: str) -> str:
+    # room for twice the characters kept, so polars neither cuts nor wraps a cell
+    with pl.Config(
+        tbl_formatting=formatting,  # type: ignore[arg-type]
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_rows=max_rows,
+        tbl_cols=-1,
+        fmt_str_lengths=3 * limit,
+        tbl_width_chars=65_535,
+    ):
+        return str(_escaped(df.head(max_rows), limit))
 
 
 def markdown_table(df: pl.DataFrame, max_rows: int = 20) -> str:
     if df.is_empty():
         return "_no rows_"
-    with pl.Config(
-        tbl_formatting="MARKDOWN",
-        tbl_hide_column_data_types=True,
-        tbl_hide_dataframe_shape=True,
-        tbl_rows=max_rows,
-        tbl_cols=-1,
-        fmt_str_lengths=80,
-        tbl_width_chars=400,
-    ):
-        return str(_escaped(df.head(max_rows)))
+    return _render(df, max_rows, 80, "MARKDOWN")
 
 
 def text_table(df: pl.DataFrame, max_rows: int = 40) -> str:
     if df.is_empty():
         return "(no rows)"
-    with pl.Config(
-        tbl_hide_column_data_types=True,
-        tbl_hide_dataframe_shape=True,
-        tbl_rows=max_rows,
-        tbl_cols=-1,
-        fmt_str_lengths=60,
-        tbl_width_chars=200,
-        tbl_formatting="ASCII_MARKDOWN",
-    ):
-        return str(_escaped(df.head(max_rows)))
+    return _render(df, max_rows, 60, "ASCII_MARKDOWN")
 
 
 def gate_summary(rows: list[dict]) -> str:

@@ -7,7 +7,8 @@ shared term weighted by how rare it is among the chunk's sentences; the best sco
 shared term means no anchor. A "sentence" longer than MAX_SENTENCE_CHARS (a list or a table that normalization
 made one line) is cut at its clauses, so an anchor stays a sentence-sized stretch.
 
-Plain Python: ingest (lib/ingest/batch.py) and the call-time guard (lib/ingest/layout.py) call the same functions.
+Plain Python: ingest (lib/ingest/citation_rows.py) and the call-time guard (lib/ingest/layout.py) call the same
+functions.
 """
 
 from __future__ import annotations

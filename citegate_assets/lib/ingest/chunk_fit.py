@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from citegate_assets.lib.core.terminal import ident
-from citegate_assets.lib.ingest.batch import PROFILE_NO_CONTEXT, PROFILE_OVER_BUDGET, PROFILE_UNKNOWN, Frames
+from citegate_assets.lib.ingest.frames import PROFILE_NO_CONTEXT, PROFILE_OVER_BUDGET, PROFILE_UNKNOWN, Frames
 from citegate_assets.lib.ingest.profiles import BUILTIN_PROFILES
 
 EXCERPT_CHARS = 300

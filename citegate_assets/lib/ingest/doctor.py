@@ -23,7 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from citegate_assets.lib.config import Config
 from citegate_assets.lib.core.lines import READ_ERRORS, DecompressedTooLarge, Line, ReadState, open_stream, read_lines
 from citegate_assets.lib.core.terminal import ident, safe
 from citegate_assets.lib.core.timestamps import utc_now
@@ -53,6 +52,7 @@ from citegate_assets.lib.ingest.landing import (
 from citegate_assets.lib.ingest.profiles import BUILTIN_PROFILES
 from citegate_assets.lib.ingest.records import Record, Reject, parse_raw_line
 from citegate_assets.lib.ingest.rejects_view import doctor_rejects
+from citegate_assets.lib.ingest.settings import IngestSettings as Config
 from citegate_assets.lib.ingest.trace_partners import landing_partners, without
 
 BATCH = 500

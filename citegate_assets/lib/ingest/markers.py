@@ -1,8 +1,9 @@
 """Inline citation markers in an answer (docs/log-format.md): `...moved to St. Louis [1][5].` becomes one citation
 per (sentence, cited reference), its claim the sentence with the markers removed.
 
-Plain Python, no polars, duckdb or dagster: ingest (lib/ingest/batch.py) and the call-time guard (guard.py) both read an
-answer with `read_markers`, and resolve what each marker names with `MarkerRefs`, so both give the same citations.
+Plain Python, no polars, duckdb or dagster: ingest (lib/ingest/citation_rows.py) and the call-time guard (guard.py)
+both read an answer with `read_markers`, and resolve what each marker names with `MarkerRefs`, so both give the same
+citations.
 
 What counts as a marker (the built-in styles; a surface's `citation_marker` regex replaces them):
 - a bracket group `[1]`, `[1, 3]`, `[1-3]` (a range of at most MAX_RANGE numbers), `[Source 2]`, `[^1]` (a

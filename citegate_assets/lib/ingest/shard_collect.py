@@ -27,8 +27,9 @@ from citegate_assets.lib.ingest.known_requests import KnownRequests
 from citegate_assets.lib.ingest.landing import Entry, OutsideLanding, open_entry
 from citegate_assets.lib.ingest.ledger import ledger_frame
 from citegate_assets.lib.ingest.records import Reject
+from citegate_assets.lib.ingest.run_batches import CONFLICT_SCHEMA, REJECT_SCHEMA
 from citegate_assets.lib.ingest.shard_staging import CLAIMS, LEDGER, SHARD_RUN, TABLES, Staging
-from citegate_assets.lib.ingest.stream import CONFLICT_SCHEMA, REJECT_SCHEMA, IngestSummary
+from citegate_assets.lib.ingest.stream import IngestSummary
 from citegate_assets.lib.ingest.workers import valid_line_text
 from citegate_assets.lib.storage.text_files import TEXT_SCHEMA, write_durably
 from citegate_assets.lib.storage.text_store import text_dir

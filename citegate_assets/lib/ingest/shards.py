@@ -29,13 +29,13 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from citegate_assets.lib.config import Config
 from citegate_assets.lib.core.lines import READ_ERRORS, Line, first_line_fingerprint, open_stream
 from citegate_assets.lib.core.processes import spawned_pool
 from citegate_assets.lib.core.timestamps import utc_now
 from citegate_assets.lib.ingest.landing import Entry, landing_entries, landing_root, open_entry
 from citegate_assets.lib.ingest.ledger import Ledger, ledger_frame
 from citegate_assets.lib.ingest.records import Reject
+from citegate_assets.lib.ingest.settings import IngestSettings as Config
 from citegate_assets.lib.ingest.shard_collect import collect
 from citegate_assets.lib.ingest.shard_staging import (
     CLAIM_SCHEMA,

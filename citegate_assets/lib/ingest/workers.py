@@ -1,7 +1,7 @@
 """Ingest's parse stage, in the ingest process or in spawned worker processes (`[ingest] workers`).
 
 A batch's lines are parsed, validated, decoded, normalized and built into the ingest tables' frames here; what
-depends on the order of batches stays in the ingest process (lib/ingest/stream.py): dropping the request ids seen
+depends on the order of batches stays in the ingest process (lib/ingest/run_batches.py): dropping the request ids seen
 before,
 the per-file counts and ledger rows, the one DuckDB writer. So a worker builds the frames of each request id's first
 decodable copy in its batch, and returns every decodable record's claim (request id, prompt hash, day) for the
@@ -28,18 +28,13 @@ from pathlib import Path
 
 import polars as pl
 
-from citegate_assets.lib.config import Config
 from citegate_assets.lib.core.lines import Line
 from citegate_assets.lib.core.processes import collector_paused, spawned_pool
 from citegate_assets.lib.ingest.adapters import source_text
-from citegate_assets.lib.ingest.batch import (
-    STORE_RETRIEVED_TEXT_ONCE,
-    build_frames_isolating_failures,
-    decode_prompts,
-    retrievals_stored_once,
-    stored_twice,
-)
+from citegate_assets.lib.ingest.batch import build_frames_isolating_failures, decode_prompts
 from citegate_assets.lib.ingest.records import BOM, Record, Reject, parse_raw_line
+from citegate_assets.lib.ingest.retrievals import STORE_RETRIEVED_TEXT_ONCE, retrievals_stored_once, stored_twice
+from citegate_assets.lib.ingest.settings import IngestSettings as Config
 from citegate_assets.lib.storage.text_files import write_text_files
 
 __all__ = ["BatchLine", "Claim", "ParsePool", "ParsedBatch", "parse_batch", "resolve_workers", "valid_line_text"]

@@ -260,7 +260,8 @@ def _identity(sp: Any) -> tuple[str | None, str | None, bool]:
         for kv in attributes:
             if isinstance(kv, dict) and kv.get("key") == "gen_ai.operation.name":
                 value = kv.get("value")
-                is_call = isinstance(value, dict) and value.get("stringValue") in INFERENCE_OPERATIONS
+                operation = value.get("stringValue") if isinstance(value, dict) else None
+                is_call = isinstance(operation, str) and operation in INFERENCE_OPERATIONS  # a list is unhashable
     return ids[0], ids[1], is_call
 
 

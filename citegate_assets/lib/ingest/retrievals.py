@@ -1,0 +1,157 @@
+"""A batch's retrieved chunks as rows of `retrievals`, and as stored: a text the prompt holds is kept as its offsets
+there rather than a second copy (retrievals_stored_once; docs/warehouse.md, "retrievals")."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from citegate_assets.lib.ingest.frames import Frames, _frame, _unescape_of
+from citegate_assets.lib.ingest.locate import find_text
+from citegate_assets.lib.ingest.normalize import normalize
+
+RETRIEVAL_COLUMNS = [
+    "request_id",
+    "day",
+    "chunk_id",
+    "rank",
+    "position",
+    "doc_id",
+    "chunking",
+    "text",
+    "text_normalized",
+    "in_prompt",
+    "text_source",
+    "raw_start",  # where the text as logged stands in prompt_raw (stored only by retrievals_stored_once)
+    "raw_end",
+    "raw_encoding",
+]
+RAW_SPAN = ["raw_start", "raw_end", "raw_encoding"]
+
+
+# Schema 9: a retrieved text's normalized form is stored once. Where it equals the body of the first prompt section
+# holding that chunk (most chunks reach the prompt whole), retrievals.text_normalized is null and
+# [prompt_start, prompt_end) locates it in prompts.prompt_normalized. Schema 11: the same for the text as logged,
+# where it stands verbatim in prompts.prompt_raw (a plain-text prompt): retrievals.text is null and
+# [raw_start, raw_end) locates it. Schema 13: also where it stands there as the body of a JSON string (a prompt
+# logged as JSON chat messages escapes it), raw_encoding 'json'. False writes both twice, as schema 8 did (the
+# tests' reference for what readers must get back).
+STORE_RETRIEVED_TEXT_ONCE = True
+
+
+def retrievals_stored_once(frames: Frames) -> pl.DataFrame:
+    """frames.retrievals as stored: text_normalized null, with prompt_start/prompt_end, where the first section
+    resolving to the chunk holds exactly that text (readers: coalesce with the substring of prompt_normalized);
+    text null, with raw_start/raw_end, where the text as logged stands in prompt_raw, verbatim or (raw_encoding
+    'json') JSON-escaped (readers: coalesce with that substring of prompt_raw, decoded by json_extract_string when
+    escaped; docs/warehouse.md, "retrievals"). Offsets count characters, as DuckDB's substr does."""
+    first = (
+        frames.sections.filter(pl.col("chunk_id").is_not_null())
+        .sort("request_id", "section_no")
+        .unique(["request_id", "chunk_id"], keep="first", maintain_order=True)
+        .select("request_id", "chunk_id", prompt_start="body_start", prompt_end="body_end")
+    )
+    bodies = first.join(frames.prompts.select("request_id", "prompt_normalized"), on="request_id").select(
+        "request_id",
+        "chunk_id",
+        "prompt_start",
+        "prompt_end",
+        body=pl.col("prompt_normalized").str.slice(
+            pl.col("prompt_start"), pl.col("prompt_end") - pl.col("prompt_start")
+        ),
+    )
+    same = pl.col("body").is_not_null() & (pl.col("body") == pl.col("text_normalized"))
+    return (
+        frames.retrievals.join(bodies, on=["request_id", "chunk_id"], how="left", maintain_order="left")
+        .with_columns(
+            text_normalized=pl.when(same).then(None).otherwise(pl.col("text_normalized")),
+            prompt_start=pl.when(same).then(pl.col("prompt_start")),
+            prompt_end=pl.when(same).then(pl.col("prompt_end")),
+            text=pl.when(pl.col("raw_start").is_not_null()).then(None).otherwise(pl.col("text")),
+        )
+        .drop("body")
+    )
+
+
+def stored_twice(frames: Frames) -> pl.DataFrame:
+    """frames.retrievals with every text stored (schema 8's layout, the tests' reference): no raw span."""
+    return frames.retrievals.with_columns(pl.lit(None, pl.Int32).alias(c) for c in RAW_SPAN[:2]).with_columns(
+        raw_encoding=pl.lit(None, pl.String)
+    )
+
+
+NOWHERE = (None, None, None)
+
+
+def _json_forms(text: str) -> tuple[str, ...]:
+    """The text as the body of a JSON string, as json.dumps writes it without and with ensure_ascii (they differ on
+    non-ASCII text and on DEL, which only the latter escapes; the SDKs' HTTP clients write the first), each form
+    once and only where it differs from the text (the verbatim search has answered for that one)."""
+    forms = []
+    for ensure_ascii in (False, True):
+        body = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
+        if body != text and body not in forms:
+            forms.append(body)
+    return tuple(forms)
+
+
+def _raw_span(
+    prompt: str, text: str, newline: bool, ascii_prompt: bool, escaped: dict[str, tuple[str, ...]]
+) -> tuple[int | None, int | None, str | None]:
+    """(raw_start, raw_end, raw_encoding): where text stands in the prompt as logged, verbatim (encoding None) or
+    as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
+    breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
+    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). escaped: the batch's
+    JSON forms of each distinct text (a chunk many requests retrieved is escaped once)."""
+    if not text or "\x00" in text:  # a NUL: json_extract_string would not give it back
+        return NOWHERE
+    if (newline or "\n" not in text) and (not ascii_prompt or text.isascii()):
+        at = find_text(prompt, text)
+        if at >= 0:
+            return at, at + len(text), None
+    forms = escaped.get(text)
+    if forms is None:
+        forms = escaped[text] = _json_forms(text)
+    for body in forms:
+        if ascii_prompt and not body.isascii():
+            continue
+        at = find_text(prompt, body)
+        if at >= 0:
+            return at, at + len(body), "json"
+    return NOWHERE
+    ascii_text = text.isascii()
+    if (newline or "\n" not in text) and (ascii_text or not ascii_prompt):
+        at = find_text(prompt, text)
+        if at >= 0:
+            return at, at + len(text), None
+    seen = {text}  # a form equal to the text was searched for verbatim above
+    for ensure_ascii in (True, False):  # they differ on non-ASCII text and on DEL (escaped only by the first)
+        body = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
+        if body in seen or (ascii_prompt and not body.isascii()):
+            continue
+        seen.add(body)
+        at = find_text(prompt, body)
+        if at >= 0:
+            return at, at + len(body), "json"
+    return NOWHERE
+
+
+def _retrievals(rows: list[tuple]) -> pl.DataFrame:
+    schema = {
+        "request_id": pl.String,
+        "day": pl.Date,
+        "chunk_id": pl.String,
+        "rank": pl.Int32,
+        "position": pl.Int32,
+        "doc_id": pl.String,
+        "chunking": pl.String,
+        "text": pl.String,
+        "unescape": pl.String,
+        "text_source": pl.String,
+        "raw_start": pl.Int32,  # where the text as logged stands in prompt_raw: _raw_span
+        "raw_end": pl.Int32,
+        "raw_encoding": pl.String,
+    }
+    df = _frame(rows, schema)
+    return df.with_columns(text_normalized=normalize(pl.col("text"), _unescape_of(df)))

@@ -1,0 +1,165 @@
+"""Ingest's writer: each prepared batch in one transaction on a second connection, in the order the batches were
+read, under a bounded DuckDB memory_limit (a batch that needs more for a long line is written again with room)."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from citegate_assets.lib.ingest.ledger import ledger_frame
+from citegate_assets.lib.storage.text_files import remove_files
+from citegate_assets.lib.storage.text_store import text_dir
+from citegate_assets.lib.storage.warehouse import run_script, transaction
+
+__all__ = ["INGEST_MEMORY_LIMIT_BYTES", "BatchWriter", "IngestWriteError", "bounded_memory"]
+
+
+# DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
+# Ingest only appends and looks up request ids: 64 MiB keeps the peak flat (a batch may spill a little to disk).
+INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
+LINE_MEMORY_FACTOR = 4  # a batch's limit grows by 4x its longest line: a 32 MiB line's raw_line needs ~2 pinned copies
+
+
+class IngestWriteError(RuntimeError):
+    """The warehouse could not take a batch (disk full, I/O error); nothing committed is lost."""
+
+
+class BatchWriter:
+    """Writes prepared batches on a second connection in a worker thread, one at a time and in order,
+    while the main thread parses and normalizes the next batch (DuckDB releases the GIL)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, max_line_bytes: int = 0):
+        self._cursor = con.cursor()
+        self._roomy = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * max_line_bytes  # for a batch that needs it
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citegate-ingest-writer")
+        self._pending: Future | None = None
+        self._files = ""
+        # the longest line written this run: any later commit may checkpoint its text (a duplicate's reject row
+        # keeps the whole line), so no later batch gets less room than it did
+        self._longest = 0
+        [(self._database,)] = con.sql(
+            "select coalesce(path, database_name) from duckdb_databases() where database_name = current_database()"
+        ).fetchall()
+        self.text_folder = text_dir(con)  # None: an in-memory warehouse keeps its prompt text inline
+
+    def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
+        self.drain()
+        self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
+        self._longest = max(self._longest, longest_line)
+        memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * self._longest
+        self._pending = self._pool.submit(
+            _write_batch, self._cursor, relations, ledger, memory, self._roomy, self.text_folder
+        )
+
+    def drain(self) -> None:
+        """Wait for the batch in flight; its error, if any, is raised here, naming the warehouse and the files."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            try:
+                pending.result()
+            except (duckdb.Error, OSError) as exc:
+                raise IngestWriteError(_write_failure(self._database, self._files, exc)) from exc
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            self._pool.shutdown(wait=True)
+            self._cursor.close()
+
+
+def _write_failure(database: str, files: str, exc: BaseException) -> str:
+    text = str(exc)
+    full = (
+        getattr(exc, "errno", None) == errno.ENOSPC
+        or "No space left on device" in text
+        or "disk is full" in text.lower()
+    )
+    what = "the disk is full" if full else "the warehouse could not be written"
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return (
+        f"{what} while writing {database} (rows from {files or 'the landing ledger'}): {first}. "
+        "Nothing committed before is lost and this batch was rolled back; "
+        + (
+            "free space, then run again: it resumes where it stopped."
+            if full
+            else "fix the cause, then run again: it resumes where it stopped."
+        )
+    )
+
+
+def _write_batch(
+    cursor: duckdb.DuckDBPyConnection,
+    relations: dict[str, pl.DataFrame],
+    ledger: list[dict],
+    memory: int,
+    roomy: int,
+    folder: Path | None = None,
+) -> None:
+    """One transaction under the small limit; a batch that does not fit (a line near max_line_bytes) is rolled back
+    and written again with room for the longest line allowed. The prompt text is in the text folder already (the
+    parse step wrote it, lib/storage/text_files.py): files the transaction does not commit are never read, and are
+    removed
+    here."""
+    try:
+        try:
+            _write_batch_within(cursor, relations, ledger, memory)
+        except duckdb.Error as exc:
+            if not _out_of_memory(exc) or roomy <= memory:
+                raise
+            _write_batch_within(cursor, relations, ledger, roomy)
+    except BaseException:
+        if folder is not None:
+            remove_files(folder, relations["batch_prompts"]["text_file"].unique().drop_nulls().to_list())
+        raise
+
+
+def _out_of_memory(exc: duckdb.Error) -> bool:
+    text = str(exc)
+    return isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory" in text or "failed to pin block" in text
+
+
+def _write_batch_within(
+    cursor: duckdb.DuckDBPyConnection, relations: dict[str, pl.DataFrame], ledger: list[dict], memory: int
+) -> None:
+    relations = {**relations, "batch_ledger": ledger_frame(ledger)}
+    cursor.execute("set memory_limit = $1", [f"{int(memory)}B"])
+    try:
+        with transaction(cursor):
+            for rel, df in relations.items():
+                cursor.register(rel, df.to_arrow())
+            run_script(cursor, "ingest/insert_batch")
+            run_script(cursor, "ingest/ledger_upsert")
+    finally:
+        for rel in relations:
+            try:
+                cursor.unregister(rel)
+            except duckdb.Error:
+                pass
+
+
+@contextmanager
+def bounded_memory(con: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
+    """The database's memory_limit lowered for the block (peak RSS flat as the files grow), then put back."""
+    [(prior,)] = con.sql("select current_setting('memory_limit')").fetchall()
+    con.execute("set memory_limit = $1", [f"{int(limit_bytes)}B"])
+    try:
+        yield
+    finally:
+        con.execute("set memory_limit = $1", [_restorable(prior)])
+
+
+def _restorable(shown: str) -> str:
+    """DuckDB shows the limit cut to one decimal ('3.7 GiB' for 4 GB); setting that back would lower it 0.1 GiB
+    each run. Half a step more shows the same and stays within 0.1 unit of the limit the caller had."""
+    number, _, unit = shown.partition(" ")
+    try:
+        return f"{float(number) + 0.05} {unit}"
+    except ValueError:
+        return shown
