@@ -184,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import known_requests  # ingest's duplicate check against a large history
 
     print(known_requests.render(known_requests.measure(work, 200_000 if a.quick else 10_000_000)))
+    from benchmarks import shards  # a day's ingest on 2 shards versus 1: total CPU, identical tables
+
+    print(shards.render(shards.measure(work / "shards", *((2000, a.prompt_kb, 1) if a.quick else (20_000, 15, 2)))))
     from benchmarks import workers  # --workers 2 versus 1 on four days
 
     print(workers.render(workers.measure(work / "workers", *((200, 1) if a.quick else (2500, 2)))))

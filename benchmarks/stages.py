@@ -51,6 +51,71 @@ def ingest(args: dict) -> dict:
     }
 
 
+def ingest_shards(args: dict) -> dict:
+    """Ingest split across args["shards"] shard processes (lib/ingest/shards.py), staged in a lake folder; CPU of every
+    process (the shards and their parse workers are reaped by the end)."""
+    from citegate_assets.lib.config import load_config
+    from citegate_assets.lib.ingest.shards import ingest_sharded
+    from citegate_assets.lib.ingest.stream import ingest_landing
+    from citegate_assets.lib.storage.warehouse import connect, ensure_schema
+
+    t0, cpu0 = time.perf_counter(), os.times()
+    config = load_config(args.get("config"))
+    with connect(args["warehouse"]) as con:
+        ensure_schema(con)
+        if args["shards"] > 1:
+            summary = ingest_sharded(con, args["landing"], config, shards=args["shards"], staging=args["staging"])
+        else:
+            summary = ingest_landing(con, args["landing"], config)
+        seconds, cpu = time.perf_counter() - t0, os.times()
+        [(prompt_bytes,)] = con.sql("select sum(strlen(prompt_raw)) from prompts").fetchall()
+    total = cpu.user + cpu.system - cpu0.user - cpu0.system
+    total += cpu.children_user + cpu.children_system - cpu0.children_user - cpu0.children_system
+    return {
+        "shards": args["shards"],
+        "seconds": seconds,
+        "cpu_s": total,
+        "records": summary.records_ingested,
+        "raw_prompt_mb": prompt_bytes / 1e6,
+        "prompt_mb_per_cpu_s": prompt_bytes / 1e6 / total,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def same_tables(args: dict) -> dict:
+    """Each ingest table of two warehouses as a multiset of rows (count and the sum of the rows' hashes; the prompts
+    view, which names no text file; the ingest clock aside): equal when a sharded ingest wrote what one ingest
+    writes."""
+    from citegate_assets.lib.storage.warehouse import connect
+
+    # the columns that hold the ingest clock (each run reads its own) are left out
+    tables = {
+        "prompts": "* exclude (ingested_at)",
+        "prompt_sections": "*",
+        "retrievals": "*",
+        "citations": "*",
+        "answer_rejects": "* exclude (rejected_at)",
+        "ingest_rejects": "* exclude (rejected_at)",
+        "prompt_conflicts": "* exclude (recorded_at)",
+        "request_source_lines": "*",
+        "ingested_files": "* exclude (first_seen_at, finished_at)",
+    }
+
+    def digest(path: str) -> dict[str, tuple]:
+        with connect(path, read_only=True) as con:
+            out = {}
+            for table, cols in tables.items():
+                [row] = con.sql(
+                    f"select count(*), sum(hash(q)::hugeint)::varchar from (select {cols} from {table}) q"
+                ).fetchall()
+                out[table] = row
+            return out
+
+    a, b = digest(args["a"]), digest(args["b"])
+    differ = sorted(t for t in tables if a[t] != b[t])
+    return {"tables_differing": differ, "identical": not differ, "rows": {t: a[t][0] for t in tables}}
+
+
 def parse(args: dict) -> dict:
     """Ingest's parse workers' work alone (parse_batch on batches of 1,000 lines, no DuckDB, one process): raw prompt
     MB per CPU second. Ingest cannot go faster than cores x this, whatever the writer does."""
@@ -412,6 +477,8 @@ STAGES = {
     f.__name__: f
     for f in (
         ingest,
+        ingest_shards,
+        same_tables,
         parse,
         provenance,
         bare_scan,

@@ -122,6 +122,7 @@ def run_range(
     final: bool = False,
     workers: int | None = None,
     say: Callable[[str], None] | None = None,
+    shards: int | None = None,
 ) -> dg.ExecuteInProcessResult | NightResult:
     """Raises RunLockedError when another run holds the warehouse for longer than wait_s.
 
@@ -130,6 +131,7 @@ def run_range(
     then one run per day, then the metrics and the publish); over one day, ingest's parse processes and the
     offline judge's, overriding [ingest] workers and [judge] workers (None: as configured).
     say: where the day runs' progress goes (one line per run).
+    shards: `citegate run --shards N`: ingest split across N shard processes, overriding [ingest] shards.
 
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/core/paths.py). The run uses exactly these paths:
@@ -144,7 +146,7 @@ def run_range(
     warehouse = settings.warehouse
     job = defs().resolve_job_def("nightly_job")
     run_config = {
-        "resources": run_config_for(settings, final_read=final, workers=workers),
+        "resources": run_config_for(settings, final_read=final, workers=workers, shards=shards),
         "loggers": {"console": {"config": {"log_level": log_level}}},
     }
     tags = {

@@ -179,6 +179,14 @@ def gen_logs(
     "last); over one day: processes for ingest's parsing and the offline judge (default: [ingest] and [judge] "
     "workers of citegate.toml, 0 = one per core, at most 4)",
 )
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="split ingest's landing files across N shard processes by file identity, each staging its rows in the "
+    "lake, one step loading them (default: [ingest] shards of citegate.toml, 1)",
+)
 def run(**params: Any) -> int:
     """Materialize every daily partition of the landing folder (what the nightly schedule does), then print the
     summary.
@@ -199,6 +207,7 @@ def run(**params: Any) -> int:
         wait_s=params["wait"],
         final=params["final"],
         workers=params["workers"],
+        shards=params["shards"],
     )
 
 
@@ -211,9 +220,12 @@ def run_pipeline(
     wait_s: float = 0.0,
     final: bool = False,
     workers: int | None = None,
+    shards: int | None = None,
 ) -> int:
     with cli_partitions():
-        return _run_pipeline(settings, start, end, quiet=quiet, wait_s=wait_s, final=final, workers=workers)
+        return _run_pipeline(
+            settings, start, end, quiet=quiet, wait_s=wait_s, final=final, workers=workers, shards=shards
+        )
 
 
 def _run_pipeline(
@@ -225,6 +237,7 @@ def _run_pipeline(
     wait_s: float,
     final: bool,
     workers: int | None,
+    shards: int | None = None,
 ) -> int:
     from citegate_assets.dagster_warnings import hide_dagster_warnings
 
@@ -259,6 +272,7 @@ def _run_pipeline(
         on_wait=lambda holder: print(safe(f"waiting for the run that holds {warehouse} ({holder}) …"), flush=True),
         final=final,
         workers=workers,
+        shards=shards,
         say=None if quiet else (lambda text: print(text, flush=True)),
     )
     elapsed = time.monotonic() - t0

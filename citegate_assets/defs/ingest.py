@@ -7,9 +7,11 @@ import polars as pl
 
 from citegate_assets.defs.asset_defaults import DAILY
 from citegate_assets.defs.partitions import partition_days, row_count_metadata, run_days
-from citegate_assets.defs.resources import CitegateConfigResource, LandingResource, WarehouseResource
+from citegate_assets.defs.resources import CitegateConfigResource, LakeResource, LandingResource, WarehouseResource
 from citegate_assets.lib.core.terminal import safe
 from citegate_assets.lib.core.timestamps import utc_now
+from citegate_assets.lib.ingest.shard_staging import staging_root
+from citegate_assets.lib.ingest.shards import ingest_sharded
 from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.provenance.prompt_integrity import ROTATION_DAYS, days_to_verify
 from citegate_assets.lib.reporting import markdown_table
@@ -59,6 +61,7 @@ def ingest_prompt_log(
     warehouse: WarehouseResource,
     landing: LandingResource,
     citegate_config: CitegateConfigResource,
+    lake: LakeResource,
 ) -> Iterator[dg.MaterializeResult]:
     """Ingest new landing files: validate, normalize each prompt once, append; bad lines become reject rows."""
     start, end = partition_days(context)
@@ -72,7 +75,15 @@ def ingest_prompt_log(
         )  # names come from the landing folder
 
     with warehouse.connect() as con:
-        summary = ingest_landing(con, folder, config, progress=progress, final=landing.final_read)
+        # the files split across shard processes, staged in the lake (lib/ingest/shards.py)
+        if config.ingest.shards > 1:
+            staging = staging_root(lake.root(warehouse, citegate_config))
+            context.log.info(f"ingest split across {config.ingest.shards} shards, staged in {staging}")
+            summary = ingest_sharded(
+                con, folder, config, shards=config.ingest.shards, staging=staging, final=landing.final_read
+            )
+        else:
+            summary = ingest_landing(con, folder, config, progress=progress, final=landing.final_read)
         # the prompt log never shrinks: prompts_match_their_sha256 compares later counts with these
         run_script(con, "ingest/record_prompt_count", {"recorded_at": utc_now()})
         counts = dict(query(con, "ingest/partition_counts", {"start": start, "end": end}).fetchall())
@@ -92,6 +103,8 @@ def ingest_prompt_log(
         "trace_items_this_run": summary.calls_converted,
         # [ingest] workers: processes that parsed batches (0 = none: a small run parses in the ingest process)
         "parse_workers_this_run": summary.parse_workers,
+        # [ingest] shards: processes the landing files were split across (1: one ingest, no staging)
+        "ingest_shards_this_run": config.ingest.shards,
         # held back, not lost: an unterminated last line or an unfinished .gz, read once complete
         "files_waiting": summary.files_waiting,
         "bytes_held_back": summary.bytes_held,

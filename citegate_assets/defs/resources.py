@@ -118,6 +118,8 @@ class CitegateConfigResource(dg.ConfigurableResource):
     config_file: str = ""
     # `citegate run --workers N`: overrides [ingest] workers and [judge] workers for the run (0: as configured)
     workers: int = 0
+    # `citegate run --shards N`: overrides [ingest] shards for the run (0: as configured)
+    shards: int = 0
 
     def config_path(self) -> Path | None:
         return resolve_config(self.config_file)
@@ -131,6 +133,8 @@ class CitegateConfigResource(dg.ConfigurableResource):
                 ingest=replace(cfg.ingest, workers=self.workers),
                 judge=replace(cfg.judge, workers=self.workers),
             )
+        if self.shards > 0:
+            cfg = replace(cfg, ingest=replace(cfg.ingest, shards=self.shards))
         return cfg
 
 
@@ -195,7 +199,9 @@ def default_resources() -> dict[str, dg.ConfigurableResource]:
     }
 
 
-def run_config_for(settings: Settings, *, final_read: bool = False, workers: int | None = None) -> dict[str, Any]:
+def run_config_for(
+    settings: Settings, *, final_read: bool = False, workers: int | None = None, shards: int | None = None
+) -> dict[str, Any]:
     """The resources' run config that makes a run use exactly these resolved paths (the CLI printed them)."""
     return {
         "warehouse": {
@@ -210,6 +216,7 @@ def run_config_for(settings: Settings, *, final_read: bool = False, workers: int
             "config": {
                 "config_file": str(settings.config) if settings.config else BUILTIN_CONFIG,
                 "workers": workers or 0,
+                "shards": shards or 0,
             }
         },
         "review_files": {"config": {"reviews": str(settings.reviews), "labels": str(settings.labels)}},

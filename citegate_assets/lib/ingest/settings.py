@@ -41,6 +41,12 @@ class IngestConfig:
         "processes that parse and normalize batches: 0 = one per core (at most 4), 1 = none; spawned only past "
         "32 MiB of new lines",
     )
+    shards: int = checked_field(
+        1,
+        check_integer(1),
+        "processes a run's landing files are split across, by file identity; each stages its rows in the lake's "
+        "_staging Delta tables and one step loads them (1 = one ingest process, no staging)",
+    )
 
 
 @dataclass(frozen=True)

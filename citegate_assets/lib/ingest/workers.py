@@ -252,7 +252,7 @@ class ParsePool:
             self._start()
         if self._pool is not None:
             try:
-                with _main_script_hidden(), _one_polars_thread():  # a worker is spawned, if at all, inside submit
+                with main_script_hidden(), _one_polars_thread():  # a worker is spawned, if at all, inside submit
                     future = self._pool.submit(
                         parse_batch_to_send, lines, self.config, now, store_once, self.text_folder
                     )
@@ -287,7 +287,7 @@ POLARS_THREADS = "POLARS_MAX_THREADS"
 
 
 @contextmanager
-def _main_script_hidden() -> Iterator[None]:
+def main_script_hidden() -> Iterator[None]:
     """A spawned process runs the parent's __main__ script again (as __mp_main__) before its task: a script without
     an `if __name__ == "__main__"` guard would ingest again in every worker, and a CLI's imports (Dagster) cost
     seconds. The workers need only this module, so they are spawned while __main__ is a bare module."""
