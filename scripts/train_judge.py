@@ -49,7 +49,7 @@ DATASETS = {
     "wice": PROJECT / "labels" / "wice" / "dev-labels.jsonl",
     "demo": PROJECT / "labels" / "demo-labels.jsonl",
 }
-WEIGHTS_PATH = PROJECT / "citegate_assets" / "lib" / "judge" / WEIGHTS_FILE
+WEIGHTS_PATH = PROJECT / "citegate_assets" / "lib" / "support" / "judge" / WEIGHTS_FILE
 SEED = 15
 FOLDS = 5
 L2 = 10.0  # ridge penalty on the standardised coefficients (not the intercept)

@@ -61,7 +61,7 @@ TEST = {
     "AttributionBench OOD test": PROJECT / "labels" / "attributionbench" / "test-ood-labels.jsonl",
 }
 THRESHOLD_SETS = ("wice", "attributionbench")  # each must hold TARGET_FALSE_PASS on its own
-WEIGHTS_PATH = PROJECT / "citegate_assets" / "lib" / "judge" / WEIGHTS_FILE
+WEIGHTS_PATH = PROJECT / "citegate_assets" / "lib" / "support" / "judge" / WEIGHTS_FILE
 SEED = 15
 FOLDS = 5
 DEMO_WEIGHT = 2

@@ -1,11 +1,11 @@
--- Warehouse tables at the current schema version (lib/warehouse.py SCHEMA_VERSION). Created if missing; an older
+-- Warehouse tables at the current schema version (lib/storage/warehouse.py SCHEMA_VERSION). Created if missing; an older
 -- warehouse is upgraded by sql/migrations/ first. The ingest tables are append-only (the prompt log is immutable).
 
 create table if not exists ingested_files (
     file_name varchar not null,          -- the file's name in the landing folder, where it was last seen
     file_sha256 varchar,                 -- sha256 of exactly the (decompressed) bytes consumed
     size_bytes bigint,                   -- size on disk when last read
-    status varchar not null,             -- complete | partial | waiting | failed | skipped (lib/ledger.py)
+    status varchar not null,             -- complete | partial | waiting | failed | skipped (lib/ingest/ledger.py)
     lines_read bigint not null default 0,
     records_ingested bigint not null default 0,
     records_rejected bigint not null default 0,
@@ -21,7 +21,7 @@ create table if not exists ingested_files (
     days date[]                          -- UTC days of the valid records ingested from it
 );
 
--- Each prompt's row; its text is in the text folder's Parquet file named by text_file (schema 12, lib/text_store.py)
+-- Each prompt's row; its text is in the text folder's Parquet file named by text_file (schema 12, lib/storage/text_store.py)
 -- or, for rows written before, inline. Readers read the view `prompts`, which joins the two.
 create table if not exists prompt_rows (
     request_id varchar not null,
@@ -281,7 +281,7 @@ create table if not exists hand_labels (
     claim_normalized varchar not null,
     passage_normalized varchar not null,
     ingested_at timestamptz not null,
-    -- schema 16: own labels (`citegate label`, the review page's Label tab; lib/label_log.py). Null on the others.
+    -- schema 16: own labels (`citegate label`, the review page's Label tab; lib/calibration/label_log.py). Null on the others.
     origin varchar,                      -- own (sampled from this warehouse's traffic) | reference (any other)
     pair_key varchar,                    -- sha256 of the normalized passage's and claim's sha256
     citation_id varchar,                 -- the citation the pair was drawn from
@@ -528,7 +528,7 @@ create table if not exists prompt_count_history (
 );
 
 -- added in schema version 8 (sql/migrations/008_metric_week_inputs.sql): weekly metrics recompute only the
--- weeks whose inputs changed (lib/metrics.py)
+-- weeks whose inputs changed (lib/metrics/preregistered.py)
 create table if not exists metric_week_inputs (
     week_start date not null,            -- ISO week, Monday, UTC
     fingerprint varchar not null,        -- md5 over the week's input row counts, stamps and review decisions
@@ -555,7 +555,7 @@ create table if not exists forgotten_requests (
 );
 
 -- added in schema version 14 (sql/migrations/014_no_text_left.sql): a removal of text (retention, forget) marks the
--- working file, whose freed blocks still hold the text, for a rewrite (lib/file_rewrite.py); the rewrite empties it
+-- working file, whose freed blocks still hold the text, for a rewrite (lib/storage/file_rewrite.py); the rewrite empties it
 create table if not exists pending_file_rewrite (
     why varchar not null,                -- what removed text: retention, forget, ...
     marked_at timestamptz not null

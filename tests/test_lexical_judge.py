@@ -205,7 +205,7 @@ def test_weights_file_matches_the_features_and_ships_in_the_package():
     assert len(weights.yes) == len(weights.no) == len(FEATURE_NAMES) + 1  # the intercept first
     assert all(s > 0 for s in weights.scale)
     assert 0.5 < weights.yes_threshold < 1.0 and weights.no_threshold == 0.5
-    path = PROJECT / "citegate_assets" / "lib" / "judge" / "lexical_weights.json"
+    path = PROJECT / "citegate_assets" / "lib" / "support" / "judge" / "lexical_weights.json"
     assert path.stat().st_size < WEIGHTS_MAX_BYTES
     raw = json.loads(path.read_text(encoding="utf-8"))
     assert len(weights.yes_trees) == raw["trees"]["count"] == 100
@@ -250,7 +250,7 @@ def test_the_judge_scores_as_the_training_script_does():
 
 
 def test_lexical_reads_the_heuristic_through_public_names_only():
-    tree = ast.parse((PROJECT / "citegate_assets" / "lib" / "judge" / "lexical.py").read_text(encoding="utf-8"))
+    tree = ast.parse((PROJECT / "citegate_assets" / "lib" / "support" / "judge" / "lexical.py").read_text(encoding="utf-8"))
     imported = [
         a.name
         for node in ast.walk(tree)
@@ -258,7 +258,7 @@ def test_lexical_reads_the_heuristic_through_public_names_only():
         for a in node.names
     ]
     assert imported and not [name for name in imported if name.startswith("_")]
-    assert "heuristic._" not in (PROJECT / "citegate_assets" / "lib" / "judge" / "lexical.py").read_text()
+    assert "heuristic._" not in (PROJECT / "citegate_assets" / "lib" / "support" / "judge" / "lexical.py").read_text()
 
 
 def test_training_is_reproducible():

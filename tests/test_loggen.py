@@ -24,6 +24,7 @@ except ModuleNotFoundError:  # running pytest without the project root on sys.pa
 
 DAYS, PER_DAY, SEED = 4, 150, 11
 PACKAGE = Path(__file__).resolve().parents[1] / "citegate_assets" / "lib" / "loggen"
+PACKAGE_NAME = "citegate_assets.lib.loggen"
 # The package's modules, each importing only modules listed before it: no import cycle is possible.
 LAYERS = (
     "vocabulary",
@@ -360,6 +361,8 @@ def _package_imports(module: str) -> set[str]:
     for node in ast.walk(ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             found |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"{PACKAGE_NAME}."):
+            found.add((node.module or "").removeprefix(f"{PACKAGE_NAME}."))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and "loggen" in (node.module or ""):
             found.add(f"from {node.module} import")
         elif isinstance(node, ast.Import):

@@ -1,6 +1,6 @@
 -- Reads prompt_rows, not the view `prompts`: no text is needed, and the view would open every text file.
 -- batch_keys: (request_id, day) of the batch's ids whose hash the log holds, on each day a row of that hash has
--- (lib/known_requests.py): the join on the day lets the scan skip the row groups of other days.
+-- (lib/ingest/known_requests.py): the join on the day lets the scan skip the row groups of other days.
 -- Which of the batch's request ids are already in the immutable prompt log, and with what prompt; whether its
 -- text was removed (citegate forget, [retention] text_days): a refused copy's reject row then keeps no text.
 -- Read from the audit tables, never from prompt_raw: a multi-megabyte prompt would not fit ingest's memory cap.

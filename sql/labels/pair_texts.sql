@@ -1,6 +1,6 @@
 -- The pair each wanted citation (registered relation wanted_citations: citation_id, day) puts to the judge: its claim
 -- and the body of the first cited section that holds where the found span or anchor starts (a span-less citation
--- with no anchor: the first section), as it stood in the prompt (both normalized; the same cut as lib/passages.py).
+-- with no anchor: the first section), as it stood in the prompt (both normalized; the same cut as lib/provenance/passages.py).
 -- Null text: removed by retention or forget.
 select w.citation_id, c.claim_normalized as claim,
        substr(p.prompt_normalized, s.body_start + 1, s.body_end - s.body_start) as passage

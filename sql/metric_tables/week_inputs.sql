@@ -1,4 +1,4 @@
--- What each week's metrics are computed from, one fingerprint per week (lib/metrics.py): the row
+-- What each week's metrics are computed from, one fingerprint per week (lib/metrics/preregistered.py): the row
 -- count and latest write of every day table a definition reads, and the review decisions in force. Only
 -- the day and timestamp columns are read. A week is recomputed when its fingerprint changes.
 with parts as (

@@ -1,4 +1,4 @@
--- Schema 7 -> 8: weekly metrics recompute only the weeks whose inputs changed (lib/metrics.py).
+-- Schema 7 -> 8: weekly metrics recompute only the weeks whose inputs changed (lib/metrics/preregistered.py).
 -- One row per week the metrics were last computed for: a fingerprint of what they were computed from.
 create table if not exists metric_week_inputs (
     week_start date not null,            -- ISO week, Monday, UTC

@@ -1,4 +1,4 @@
--- Schema 9 -> 10: retention and `citegate forget` (lib/retention.py, lib/forget.py, docs/retention.md).
+-- Schema 9 -> 10: retention and `citegate forget` (lib/retention/drop_text.py, lib/retention/forget.py, docs/retention.md).
 -- The text columns of the day tables may be null once their text is dropped; hashes, offsets, lengths, reasons
 -- and verdicts stay. What was dropped is recorded: per day by retention, per request by forget.
 alter table prompts alter column prompt_raw drop not null;

@@ -1,11 +1,11 @@
 -- Schema 13 -> 14: retention and forget leave no text behind in the working file (docs/retention.md).
--- A removal of text marks the file for a rewrite (lib/file_rewrite.py): its freed blocks still hold the text.
+-- A removal of text marks the file for a rewrite (lib/storage/file_rewrite.py): its freed blocks still hold the text.
 create table if not exists pending_file_rewrite (
     why varchar not null,
     marked_at timestamptz not null
 );
 
--- A rejected line that names a request id carries it (lib/records.py request_id_of), so forget finds it: the rows
+-- A rejected line that names a request id carries it (lib/ingest/records.py request_id_of), so forget finds it: the rows
 -- written before get the id their raw line names, when it is a JSON object whose request_id is a non-blank string.
 update ingest_rejects set request_id = named.request_id
 from (

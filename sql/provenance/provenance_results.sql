@@ -4,12 +4,12 @@
 -- Fast path: one search of the whole prompt per citation; if the first occurrence lies in the cited
 -- chunk's section the citation is ok. Only the others (a minority) are searched section by section.
 -- Run under text_store.streamed_text: joins are built as written, so the prompts come first where their text is read
--- and it streams past the citations instead of being held (lib/provenance.py). Per bucket of requests ($bucket of
+-- and it streams past the citations instead of being held (lib/provenance/gate.py). Per bucket of requests ($bucket of
 -- $buckets), each reading the days' text once more.
 -- location_mismatch comes first: a provider-native citation whose cited text is not at the location the API
 -- gave, in the body as logged (or whose location cannot be read), proves the log is not what the provider
 -- read, so no other test can say what reached the model (verdict unverifiable; docs/provenance-gate.md).
--- A citation without a span (span_given false: a marker, or {chunk_id, claim}) is anchored at ingest (lib/anchors.py):
+-- A citation without a span (span_given false: a marker, or {chunk_id, claim}) is anchored at ingest (lib/ingest/anchors.py):
 -- after the id tests it is span_truncated when its anchor sentence lies in the part of a cut chunk that never reached
 -- the prompt, else ok (found_start/found_end: the anchor in the prompt, null without one). It is never searched.
 insert into provenance_results

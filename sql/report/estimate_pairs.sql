@@ -1,5 +1,5 @@
 -- `citegate estimate`: what support_verdicts would judge under the configured policy, without judging. Reads the
--- registered relation estimate_passages (lib/passages.py cited_passages: the provenance-passing citations of the
+-- registered relation estimate_passages (lib/provenance/passages.py cited_passages: the provenance-passing citations of the
 -- range with their claim and cited passage, from one streamed read of the prompts) and surface_policies (each
 -- surface's policy); `selected` applies it exactly as support/support_sample does (same salt, same 52-bit key).
 -- For each citation, the sha256 of the normalized passage and claim (the judge cache key's parts) and their

@@ -1,5 +1,5 @@
 -- The cited span and the claim, and a native citation's location_mismatch (it quotes the cited text and the
--- document: lib/adapters/anthropic.py); chunk id, position and cited_as stay.
+-- document: lib/ingest/adapters/anthropic.py); chunk id, position and cited_as stay.
 update citations
 set span = null, claim = null, span_normalized = null, claim_normalized = null, location_mismatch = null
 where day between $first and $last  -- a constant range: only those days' row groups are read

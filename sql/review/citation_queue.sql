@@ -1,6 +1,6 @@
 -- The review queue for [$start, $end): one row per citation that fails either gate, with everything a
 -- reviewer needs. Owner: the reason's (registered relation queue_owners), else the surface's (registered relation
--- surface_policies, which lib/policies.py resolves for every surface of the days). Run under
+-- surface_policies, which lib/support/policies.py resolves for every surface of the days). Run under
 -- text_store.streamed_text: joins are built as written, so the prompts come first in the last one and their text
 -- streams past the failures instead of being held.
 insert into citation_queue

@@ -1,6 +1,6 @@
 -- For each support failure (registered relation failures), the other chunks of its prompt that
 -- reached the context block, with their text as it stood in the prompt; $start/$end: the failures' window.
--- Run under text_store.streamed_text (lib/passages.py other_passages): the sections are picked first, with no text,
+-- Run under text_store.streamed_text (lib/provenance/passages.py other_passages): the sections are picked first, with no text,
 -- and the prompts come first in the last join, so their text streams past the picked sections instead of being held.
 with picked as (
     select f.citation_id, f.request_id, f.day, f.claim, s.chunk_id, s.body_start, s.body_end

@@ -2,7 +2,7 @@
 -- cited section that holds where the found span (or a span-less citation's anchor) starts, else, for a span-less
 -- citation with no anchor, its first section; as [body_start, body_end) of prompt_normalized
 -- (lib/anchors.passage_section_index). No text but the claim:
--- lib/passages.py cuts the passages out of the window's prompts in one streamed pass. $selected_only: only the
+-- lib/provenance/passages.py cuts the passages out of the window's prompts in one streamed pass. $selected_only: only the
 -- citations the support sample selected for the judge.
 select
     r.citation_id, r.request_id, r.day, r.surface, c.answer_model,

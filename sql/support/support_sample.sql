@@ -1,5 +1,5 @@
 -- Which provenance-passing citations of [$start, $end) are judged, and why (each surface's policy from the
--- registered relation surface_policies, which lib/policies.py resolves for every surface of the days).
+-- registered relation surface_policies, which lib/support/policies.py resolves for every surface of the days).
 insert into support_sample
 with passing as (
     select citation_id, request_id, day, surface

@@ -1,5 +1,5 @@
 -- prompts_between(first_day, end_day): the prompts of [first_day, end_day) as the `prompts` view gives them, for a
--- reader that streams their text (lib/text_store.py streamed_text, which makes this a temporary macro and turns off
+-- reader that streams their text (lib/storage/text_store.py streamed_text, which makes this a temporary macro and turns off
 -- DuckDB's join reordering for the statement). Built as written, the right join holds prompt_rows in its hash table
 -- and streams the text files past it; the view, planned freely, holds the text instead (DuckDB builds on the side it
 -- estimates narrower). Both sides are bounded by the days inside: a filter above a right join is not pushed into it.
