@@ -250,7 +250,9 @@ def test_the_judge_scores_as_the_training_script_does():
 
 
 def test_lexical_reads_the_heuristic_through_public_names_only():
-    tree = ast.parse((PROJECT / "citegate_assets" / "lib" / "support" / "judge" / "lexical.py").read_text(encoding="utf-8"))
+    tree = ast.parse(
+        (PROJECT / "citegate_assets" / "lib" / "support" / "judge" / "lexical.py").read_text(encoding="utf-8")
+    )
     imported = [
         a.name
         for node in ast.walk(tree)
