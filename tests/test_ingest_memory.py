@@ -4,7 +4,7 @@
 import json
 
 from citegate_assets.lib.ingest.stream import ingest_landing
-from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES
+from citegate_assets.lib.ingest.writer import INGEST_CHECKPOINT_BYTES, INGEST_MEMORY_LIMIT_BYTES
 
 from .helpers import scenario_record, write_jsonl
 
@@ -14,14 +14,29 @@ def memory_limit(con) -> str:
     return limit
 
 
+def checkpoint_threshold(con) -> str:
+    [(threshold,)] = con.sql("select current_setting('checkpoint_threshold')").fetchall()
+    return threshold
+
+
 def test_the_memory_bound_holds_during_ingest_and_is_put_back(con, landing, config):
+    """And the checkpoint threshold: raised while ingest appends (fewer rewrites of the tables' last row groups),
+    the database's own afterwards."""
     write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text", request_id=f"req-{i}") for i in range(5)])
-    before = memory_limit(con)
-    during: list[str] = []
-    summary = ingest_landing(con, landing, config, batch_lines=2, progress=lambda *_: during.append(memory_limit(con)))
+    before, threshold = memory_limit(con), checkpoint_threshold(con)
+    during: list[tuple[str, str]] = []
+    summary = ingest_landing(
+        con,
+        landing,
+        config,
+        batch_lines=2,
+        progress=lambda *_: during.append((memory_limit(con), checkpoint_threshold(con))),
+    )
     assert summary.records_ingested == 5
-    assert during and set(during) == {f"{INGEST_MEMORY_LIMIT_BYTES / 2**20:.1f} MiB"}
-    assert memory_limit(con) == before
+    assert during and set(during) == {
+        (f"{INGEST_MEMORY_LIMIT_BYTES / 2**20:.1f} MiB", f"{INGEST_CHECKPOINT_BYTES / 2**20:.1f} MiB")
+    }
+    assert (memory_limit(con), checkpoint_threshold(con)) == (before, threshold) == (before, "16.0 MiB")
     assert con.sql("select count(*) from prompts").fetchall() == [(5,)]
 
 
@@ -35,7 +50,7 @@ def test_the_memory_bound_is_put_back_when_the_warehouse_cannot_be_written(con, 
         assert "prompt_conflicts" in str(exc)
     else:
         raise AssertionError("the insert into a dropped table did not fail")
-    assert memory_limit(con) == before
+    assert memory_limit(con) == before and checkpoint_threshold(con) == "16.0 MiB"
 
 
 def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):

@@ -32,7 +32,7 @@ from citegate_assets.lib.core.lines import Line
 from citegate_assets.lib.core.processes import collector_paused, spawned_pool
 from citegate_assets.lib.ingest.adapters import source_text
 from citegate_assets.lib.ingest.batch import build_frames_isolating_failures, decode_prompts
-from citegate_assets.lib.ingest.records import BOM, Record, Reject, parse_raw_line
+from citegate_assets.lib.ingest.records import Record, Reject, read_raw_line, valid_line_text
 from citegate_assets.lib.ingest.retrievals import STORE_RETRIEVED_TEXT_ONCE, retrievals_stored_once, stored_twice
 from citegate_assets.lib.ingest.settings import IngestSettings as Config
 from citegate_assets.lib.storage.text_files import write_text_files
@@ -85,14 +85,6 @@ def reject_row(key: int, reject: Reject, raw_text: str | None, rec: Record | Cla
     }
 
 
-def valid_line_text(line: Line) -> str:
-    """What parse_raw_line gives as the text of a line that held a valid record (a reject row keeps it)."""
-    raw = line.raw
-    if line.no == 1 and raw.startswith(BOM):
-        raw = raw[len(BOM) :]
-    return raw.decode("utf-8")
-
-
 def parse_batch(
     lines: list[BatchLine],
     config: Config,
@@ -132,7 +124,7 @@ def compacted(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_once: bool) -> ParsedBatch:
     rejects: list[dict] = []
-    raw_by_key: dict[int, str] = {}
+    line_of: dict[int, Line] = {}  # a valid record's line: its text is decoded only for the reject rows that keep it
     items: list[tuple[int, Record]] = []
     origin: dict[int, tuple[str, int]] = {}
     for bl in lines:
@@ -140,15 +132,15 @@ def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_on
         if bl.reject is not None:
             rejects.append({**reject_row(bl.key, bl.reject, source_text(bl.line.raw)), "request_id": bl.request_id})
             continue
-        result, text = parse_raw_line(bl.line, now, config.ingest.max_line_bytes)
+        result, text = read_raw_line(bl.line, now, config.ingest.max_line_bytes)
         if isinstance(result, Reject):
-            rejects.append(reject_row(bl.key, result, text))
+            rejects.append(reject_row(bl.key, result, valid_line_text(bl.line) if text is None else text))
         else:
-            raw_by_key[bl.key] = text
+            line_of[bl.key] = bl.line
             items.append((bl.key, result))
     # decode first: a record whose prompt cannot be read must not claim its request id
     decoded, undecodable = decode_prompts(items)
-    rejects.extend(reject_row(key, why, raw_by_key[key], rec) for key, rec, why in undecodable)
+    rejects.extend(reject_row(key, why, valid_line_text(line_of[key]), rec) for key, rec, why in undecodable)
     claims: list[Claim] = []
     firsts: list[tuple[int, Record]] = []
     seen: set[str] = set()
@@ -163,7 +155,7 @@ def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_on
     return ParsedBatch(
         rejects=rejects,
         claims=claims,
-        broken=[reject_row(key, why, raw_by_key[key], rec) for key, rec, why in broken],
+        broken=[reject_row(key, why, valid_line_text(line_of[key]), rec) for key, rec, why in broken],
         relations={
             "batch_prompts": frames.prompts,
             "batch_sections": frames.sections,
