@@ -187,7 +187,7 @@ def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_n
     """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
     exactly as it was: the published file, the lake's table versions, every table's rows. Run again to the end, the
     day's re-run changes no row readers see."""
-    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 300, 12, 4)
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 80, 12, 4)
     with ScriptedJudgeServer(by_content) as server:
         env["CITEGATE_JUDGE_BASE_URL"] = server.base_url
         first = start_run(landing, warehouse, config, env)

@@ -223,7 +223,7 @@ def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_comp
 
     from .test_crash_safety import by_content, two_judged_days
 
-    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 150, 22, 2)
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 60, 22, 2)
     with ScriptedJudgeServer(by_content) as server:
         first = start_run(
             landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}, "--workers", "2"
