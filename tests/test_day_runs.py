@@ -32,7 +32,7 @@ def answer(req: dict, i: int) -> Reply:
 
 def test_two_day_partitions_at_once_write_the_same_tables_as_one_run(tmp_path, dagster_home):
     landing = tmp_path / "landing"
-    generate_logs(landing, days=2, requests_per_day=120, seed=21, malformed=False, start_date=DAYS[0])
+    generate_logs(landing, days=2, requests_per_day=60, seed=21, malformed=False, start_date=DAYS[0])
     config = tmp_path / "c.toml"
     config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 2\nmax_retries = 0\n")
     env = {
