@@ -38,27 +38,38 @@ if _root is not None:  # before any temp folder is made, in pytest, its workers 
 
 # The files that take longest, started first: with --dist loadfile a file runs on one worker, and a long file
 # started last would run alone at the end (xdist's own order, most tests first, starts one-test files last).
-SLOWEST_FIRST = (  # by the time each file took in a whole run
+SLOWEST_FIRST = (  # by the time each file took in a whole run (test_ui_backfill: one test, mostly waiting)
     "test_ui_backfill.py",
     "test_crash_safety.py",
     "test_day_runs.py",
     "test_judge_faults.py",
     "test_lake_s3.py",
+    "test_ingest_shards.py",
     "test_label_web.py",
-    "test_support_pipeline.py",
-    "test_bad_input_corpus.py",
-    "test_incremental_metrics.py",
     "test_own_labels.py",
-    "test_forget.py",
-    "test_estimate.py",
+    "test_bad_input_corpus.py",
     "test_metrics_pipeline.py",
     "test_publish_requests.py",
-    "test_folders.py",
-    "test_pipeline.py",
-    "test_review_web_browser.py",
+    "test_forget.py",
     "test_nightly.py",
-    "test_cascade.py",
+    "test_pipeline.py",
     "test_queue.py",
+    "test_folders.py",
+    "test_incremental_metrics.py",
+    "test_publish_lake.py",
+    "test_review_web_browser.py",
+    "test_instance_postgres.py",
+    "test_judge_batch.py",
+    "test_estimate.py",
+    "test_ingest_workers.py",
+    "test_cascade.py",
+    "test_no_text_left.py",
+    "test_settings.py",
+    "test_review_web_limits.py",
+    "test_trace_bounds.py",
+    "test_review_web_http.py",
+    "test_cli_friction.py",
+    "test_support_pipeline.py",
 )
 
 

@@ -138,8 +138,9 @@ def write_jsonl(path, records: list, *, raw_lines: list[str] | None = None) -> N
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def run_once(root, plan) -> None:
-    """A nightly run of root/landing into root/w.duckdb with its own Dagster home: shared by a module's tests."""
+def run_once(root, plan):
+    """A nightly run of root/landing into root/w.duckdb with its own Dagster home: shared by a module's tests.
+    Returns the run's result (its events: checks, materializations)."""
     import shutil
     from pathlib import Path
 
@@ -153,7 +154,9 @@ def run_once(root, plan) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DAGSTER_HOME", str(home))
         mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
-        assert run_range(plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None).success
+        result = run_range(plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=None)
+    assert result.success
+    return result
 
 
 def copy_run(root, target) -> None:

@@ -72,15 +72,32 @@ def test_kill_during_ingestion_then_rerun(tmp_path, dagster_home):
     assert ingested == n_prompts and rejected == after["rejects"]
 
 
+JUDGE_CHUNK = 128  # answers written every this many calls (CHUNK, 1,024 in a real run): the kill's test on less data
+RUN_WITH_SMALL_CHUNKS = (
+    "import sys\n"
+    "from citegate_assets.lib.support import judging\n"
+    "assert 'chunk' in judging.judge_items.__kwdefaults__\n"
+    f"judging.judge_items.__kwdefaults__['chunk'] = {JUDGE_CHUNK}\n"
+    "from citegate_assets.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def start_run_in_small_chunks(landing, warehouse, config, env):
+    cmd = [sys.executable, "-c", RUN_WITH_SMALL_CHUNKS, "run", "--logs", str(landing), "--warehouse", str(warehouse)]
+    cmd += ["--config", str(config)]
+    return subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
 def test_kill_during_judging_keeps_cached_calls(tmp_path, dagster_home):
     landing = tmp_path / "landing"
-    generate_logs(landing, days=1, requests_per_day=700, seed=4, malformed=False)
+    generate_logs(landing, days=1, requests_per_day=160, seed=4, malformed=False)  # about 360 judged citations
     config = tmp_path / "c.toml"
     config.write_text(
         "[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 8\nmax_retries = 0\ntimeout_s = 10\n"
     )
     warehouse = tmp_path / "w.duckdb"
-    with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=0.01)) as server:
+    with ScriptedJudgeServer(lambda req, i: Reply("yes", delay_s=0.02)) as server:
         env = {
             **os.environ,
             "DAGSTER_HOME": str(dagster_home),
@@ -88,20 +105,23 @@ def test_kill_during_judging_keeps_cached_calls(tmp_path, dagster_home):
             "CITEGATE_JUDGE_MODEL": "crash-judge",
             "CITEGATE_LABELS": str(tmp_path / "no-labels"),
         }
-        proc = start_run(landing, warehouse, config, env)
+        proc = start_run_in_small_chunks(landing, warehouse, config, env)
         deadline = time.monotonic() + 120
-        while len(server.requests) < 1100 and time.monotonic() < deadline:  # past the first written chunk (1024)
+        past_first_chunk = JUDGE_CHUNK + 16
+        while len(server.requests) < past_first_chunk and time.monotonic() < deadline:
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert len(server.requests) >= 1100
+        assert len(server.requests) >= past_first_chunk
     with connect(warehouse, read_only=True) as con:
         cached = {p for (p,) in con.sql("select passage_sha256 || claim_sha256 from judge_cache").fetchall()}
     assert len(cached) > 0  # answers are written chunk by chunk, before the kill
     # the restart talks to a server of its own (the cache key has no URL), so a request of the killed run
     # that its server is still reading can never be counted as the restart's; a cut body is no call anyway
     with ScriptedJudgeServer(lambda req, i: Reply("yes")) as server:
-        rerun = start_run(landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url})
+        rerun = start_run_in_small_chunks(
+            landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}
+        )
         out, _ = rerun.communicate(timeout=300)
         assert rerun.returncode == 0, out[-3000:]
         assert server.incomplete_requests == 0
@@ -187,7 +207,7 @@ def test_a_killed_rerun_of_a_day_leaves_the_previous_state_and_a_rerun_changes_n
     """A day partition's run killed mid-way (after its provenance step, in its judging) leaves what readers see
     exactly as it was: the published file, the lake's table versions, every table's rows. Run again to the end, the
     day's re-run changes no row readers see."""
-    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 300, 12, 4)
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 80, 12, 4)
     with ScriptedJudgeServer(by_content) as server:
         env["CITEGATE_JUDGE_BASE_URL"] = server.base_url
         first = start_run(landing, warehouse, config, env)

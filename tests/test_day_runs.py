@@ -32,7 +32,7 @@ def answer(req: dict, i: int) -> Reply:
 
 def test_two_day_partitions_at_once_write_the_same_tables_as_one_run(tmp_path, dagster_home):
     landing = tmp_path / "landing"
-    generate_logs(landing, days=2, requests_per_day=120, seed=21, malformed=False, start_date=DAYS[0])
+    generate_logs(landing, days=2, requests_per_day=60, seed=21, malformed=False, start_date=DAYS[0])
     config = tmp_path / "c.toml"
     config.write_text("[surfaces.default]\nstakes = 'high'\n[judge]\nconcurrency = 2\nmax_retries = 0\n")
     env = {
@@ -223,7 +223,7 @@ def test_a_night_killed_in_its_day_runs_leaves_what_readers_see_and_a_rerun_comp
 
     from .test_crash_safety import by_content, two_judged_days
 
-    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 150, 22, 2)
+    landing, config, warehouse, published, lake, env = two_judged_days(tmp_path, dagster_home, 60, 22, 2)
     with ScriptedJudgeServer(by_content) as server:
         first = start_run(
             landing, warehouse, config, {**env, "CITEGATE_JUDGE_BASE_URL": server.base_url}, "--workers", "2"

@@ -15,6 +15,8 @@ from citegate_assets.lib.storage import lake as lake_module
 from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import copy_run
+
 DAY1, DAY2 = date(2026, 11, 2), date(2026, 11, 3)
 
 
@@ -55,21 +57,43 @@ def lake_holding(lake: Path, needle: str) -> list[str]:
     return found
 
 
+def night_env(mp: pytest.MonkeyPatch, root: Path) -> None:
+    mp.setenv("CITEGATE_REVIEWS", str(root / "reviews"))
+    mp.delenv("CITEGATE_LAKE", raising=False)
+    mp.delenv("CITEGATE_PUBLISHED", raising=False)
+
+
+@pytest.fixture(scope="module")
+def first_night(tmp_path_factory):
+    """The first run over both days, made once for the module: each test goes on from a copy of its files (the
+    working file, the text files, the lake, the published copy)."""
+    root = tmp_path_factory.mktemp("forget-first-night")
+    generate_logs(root / "landing", days=2, requests_per_day=12, seed=11, malformed=True)
+    (root / "citegate.toml").write_text("")
+    home = root / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        (Path(__file__).resolve().parents[1] / "dagster_home" / "dagster.yaml").read_text()
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        night_env(mp, root)
+        plan = RunPlan(DAY1, DAY2)
+        assert run_range(
+            plan, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml"
+        ).success
+    return root
+
+
 @pytest.fixture
-def gated(tmp_path, dagster_home, monkeypatch):
-    landing = tmp_path / "landing"
-    generate_logs(landing, days=2, requests_per_day=12, seed=11, malformed=True)
-    config = tmp_path / "citegate.toml"
-    config.write_text("")
-    warehouse = tmp_path / "w.duckdb"
-    monkeypatch.setenv("CITEGATE_REVIEWS", str(tmp_path / "reviews"))
-    monkeypatch.delenv("CITEGATE_LAKE", raising=False)
-    monkeypatch.delenv("CITEGATE_PUBLISHED", raising=False)
+def gated(first_night, tmp_path, dagster_home, monkeypatch):
+    copy_run(first_night, tmp_path)
+    landing, config, warehouse = tmp_path / "landing", tmp_path / "citegate.toml", tmp_path / "w.duckdb"
+    night_env(monkeypatch, tmp_path)
 
     def run(start=DAY1, end=DAY2):
         return run_range(RunPlan(start, end), landing=landing, warehouse=warehouse, config_file=config)
 
-    assert run().success
     paths = {"--warehouse": warehouse, "--config": config, "--published": warehouse.with_name("w.published.duckdb")}
     return run, landing, paths
 

@@ -13,6 +13,8 @@ from citegate_assets.lib.review.reviews import append_review, make_review
 from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import copy_run, run_once
+
 WEEK1, WEEK2, WEEK3 = date(2026, 11, 2), date(2026, 11, 9), date(2026, 11, 16)
 METRIC_TABLES = ("weekly_surface_metrics", "weekly_breakdowns", "metric_lineage")
 
@@ -52,10 +54,21 @@ def recomputed(before: dict, after: dict) -> set[date]:
     return {week for week in after if before.get(week) != after[week]}
 
 
+@pytest.fixture(scope="module")
+def first_history(tmp_path_factory):
+    """The first run over the 15 days, made once for the module; each test goes on from a copy of its files."""
+    root = tmp_path_factory.mktemp("incremental-history")
+    generate_logs(root / "landing", days=15, requests_per_day=12, seed=5, malformed=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CITEGATE_REVIEWER", "tester")
+        run_once(root, RunPlan(WEEK1, date(2026, 11, 16)))
+    return root
+
+
 @pytest.fixture
-def history(tmp_path, dagster_home, monkeypatch):
+def history(first_history, tmp_path, dagster_home, monkeypatch):
+    copy_run(first_history, tmp_path)
     landing = tmp_path / "landing"
-    generate_logs(landing, days=15, requests_per_day=12, seed=5, malformed=False)
     warehouse = tmp_path / "w.duckdb"
     reviews = tmp_path / "reviews"
     monkeypatch.setenv("CITEGATE_REVIEWS", str(reviews))
@@ -65,7 +78,6 @@ def history(tmp_path, dagster_home, monkeypatch):
         result = run_range(RunPlan(start, end), landing=landing, warehouse=warehouse, config_file=None)
         assert result.success
 
-    run(WEEK1, date(2026, 11, 16))
     return run, landing, warehouse, reviews
 
 

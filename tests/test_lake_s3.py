@@ -184,11 +184,9 @@ def test_a_rerun_day_is_a_new_version_whose_superseded_files_go_at_the_next_publ
 
 def publish_in_process(args: tuple) -> dict:
     """One writer of the concurrency test, in a process of its own (the AWS variables inherited), starting at the
-    same moment as the other once both have imported everything."""
-    import time
-
-    warehouse, target, lake, days, start_at = args
-    time.sleep(max(0.0, start_at - time.time()))
+    same moment as the other once both have imported everything (the barrier)."""
+    warehouse, target, lake, days, both_ready = args
+    both_ready.wait(timeout=240)
     facts = publish_lake(Path(warehouse), Path(target), lake, run_days=[date.fromisoformat(d) for d in days])
     return facts["written"]
 
@@ -198,19 +196,19 @@ def test_two_writers_committing_at_once_lose_nothing_and_duplicate_nothing(night
     both: delta-rs commits through conditional puts (a lost race is a 412, retried or planned again), no version of
     any table holds a day twice or misses one, and both published files read every working row."""
     import multiprocessing
-    import time
 
     run, warehouse = nightly
     run()
     first = lake_versions(lake_uri)
-    start_at = time.time() + 15
-    jobs = [
-        (str(warehouse), str(tmp_path / f"{name}.published.duckdb"), lake_uri, days, start_at)
-        for name, days in (("a", ["2026-11-02", "2026-11-05"]), ("b", ["2026-11-04", "2026-11-05"]))
-    ]
-    with s3.recording() as received:
-        with multiprocessing.get_context("spawn").Pool(2) as pool:
-            results = pool.map(publish_in_process, jobs)
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Manager() as manager, s3.recording() as received:
+        both_ready = manager.Barrier(2)
+        jobs = [
+            (str(warehouse), str(tmp_path / f"{name}.published.duckdb"), lake_uri, days, both_ready)
+            for name, days in (("a", ["2026-11-02", "2026-11-05"]), ("b", ["2026-11-04", "2026-11-05"]))
+        ]
+        with spawn.Pool(2) as pool:
+            results = pool.map(publish_in_process, jobs, chunksize=1)
 
     assert all(result["prompts"] for result in results)
     commits = Counter(r.status for r in received if r.method == "PUT" and "/citations/_delta_log/0" in r.target)

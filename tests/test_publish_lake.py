@@ -13,6 +13,8 @@ from citegate_assets.lib.storage.publish import PUBLISHED_AS
 from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.pipeline import RunPlan, run_range
 
+from .helpers import copy_run, run_once
+
 START, END = date(2026, 11, 2), date(2026, 11, 5)
 
 
@@ -30,6 +32,17 @@ def nightly(tmp_path, dagster_home, monkeypatch):
         return result
 
     return run, warehouse
+
+
+@pytest.fixture(scope="module")
+def first_night(tmp_path_factory):
+    """The nightly fixture's first run, made once: (its folder, its result). Read by one test, copied by another."""
+    root = tmp_path_factory.mktemp("publish-first-night")
+    generate_logs(root / "landing", days=4, requests_per_day=10, seed=4, malformed=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("CITEGATE_LAKE", raising=False)
+        result = run_once(root, RunPlan(START, END))
+    return root, result
 
 
 def published_metadata(result) -> dict:
@@ -67,9 +80,9 @@ def differences(warehouse, published) -> tuple[dict[str, tuple[int, int]], list[
         return out, tables
 
 
-def test_every_table_of_the_published_file_reads_the_working_rows(nightly):
-    run, warehouse = nightly
-    result = run()
+def test_every_table_of_the_published_file_reads_the_working_rows(first_night):
+    root, result = first_night
+    warehouse = root / "w.duckdb"
     published = warehouse.with_name("w.published.duckdb")
     lake = warehouse.with_name("w.lake")  # the default: beside the warehouse, named after it
 
@@ -90,9 +103,9 @@ def test_every_table_of_the_published_file_reads_the_working_rows(nightly):
     assert meta["partitions_written"]["metric_lineage"] == ["2026-11-02"]
 
 
-def test_a_rerun_day_is_replaced_not_added(nightly):
+def test_a_rerun_day_is_replaced_not_added(first_night, nightly, tmp_path):
     run, warehouse = nightly
-    run()
+    copy_run(first_night[0], tmp_path)  # the first run's files: the working file, the lake, the published copy
     published = warehouse.with_name("w.published.duckdb")
     lake = warehouse.with_name("w.lake")
     with connect(published, read_only=True) as con:

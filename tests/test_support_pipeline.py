@@ -2,7 +2,9 @@
 127.0.0.1 (the real openai client, real HTTP), caches, records, and calibrates on hand labels."""
 
 import json
+import shutil
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +12,7 @@ from citegate_assets.lib.storage.warehouse import connect
 from citegate_assets.lib.support.judge.prompt import render_prompt
 from citegate_assets.pipeline import RunPlan, run_calibration, run_range
 
-from .helpers import PROFILE_ENCODINGS, scenario_record, write_jsonl
+from .helpers import PROFILE_ENCODINGS, copy_run, scenario_record, write_jsonl
 from .judge_server import Reply, ScriptedJudgeServer
 
 PLAN = RunPlan(date(2026, 11, 2), date(2026, 11, 2))
@@ -26,8 +28,10 @@ def _answer(request: dict, index: int) -> Reply:
     return Reply("partial, mostly")  # unparseable: must never pass
 
 
-@pytest.fixture
-def setup(tmp_path, landing, dagster_home, monkeypatch):
+def write_inputs(root) -> None:
+    """root/landing (a record per profile and encoding), root/labels and root/citegate.toml."""
+    landing = root / "landing"
+    landing.mkdir()
     records = [
         scenario_record(t, e, request_id=f"r{i}", logged_at="2026-11-02T10:00:00Z")
         for i, (t, e) in enumerate(PROFILE_ENCODINGS)
@@ -37,7 +41,7 @@ def setup(tmp_path, landing, dagster_home, monkeypatch):
             c["claim"] = f"Statement {'ABCDEFGH'[i]}."
     records[0]["citations"][0]["claim"] = "A flaky claim."
     write_jsonl(landing / "a.jsonl", records)
-    labels = tmp_path / "labels"
+    labels = root / "labels"
     labels.mkdir()
     write_jsonl(
         labels / "l.jsonl",
@@ -52,24 +56,57 @@ def setup(tmp_path, landing, dagster_home, monkeypatch):
             for i in range(9)
         ],
     )
-    config = tmp_path / "citegate.toml"
-    config.write_text(
+    (root / "citegate.toml").write_text(
         "[surfaces.default]\nstakes = 'high'\ntemplate = 'plain-list'\n"
         "[judge]\nmax_retries = 1\nbackoff_base_s = 0.01\ntimeout_s = 5\nbreaker_threshold = 50\n"
         "[judge.prices.judge-test]\ninput = 1.0\noutput = 2.0\n"
         "[calibration]\nlabels = 'labels'\n"
     )
+
+
+def serve_judge(mp: pytest.MonkeyPatch) -> ScriptedJudgeServer:
     server = ScriptedJudgeServer(_answer).start()
-    monkeypatch.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
-    monkeypatch.setenv("CITEGATE_JUDGE_MODEL", "judge-test")
-    monkeypatch.setenv("CITEGATE_JUDGE_API_KEY", "sk-test-not-logged")
-    yield tmp_path / "w.duckdb", landing, config, server
+    mp.setenv("CITEGATE_JUDGE_BASE_URL", server.base_url)
+    mp.setenv("CITEGATE_JUDGE_MODEL", "judge-test")
+    mp.setenv("CITEGATE_JUDGE_API_KEY", "sk-test-not-logged")
+    return server
+
+
+@pytest.fixture(scope="module")
+def first_night(tmp_path_factory):
+    """One nightly run judging through the server, shared by the tests that read it or go on from it: (its folder,
+    the run's result, the server that judged it, stopped)."""
+    root = tmp_path_factory.mktemp("first-night")
+    write_inputs(root)
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DAGSTER_HOME", str(home))
+        server = serve_judge(mp)
+        try:
+            result = run_range(
+                PLAN, landing=root / "landing", warehouse=root / "w.duckdb", config_file=root / "citegate.toml"
+            )
+        finally:
+            server.stop()
+    assert result.success
+    return root, result, server
+
+
+@pytest.fixture
+def after_first_night(first_night, tmp_path, dagster_home, monkeypatch):
+    """The first night's files in this test's folder and a new server answering as the first one did: (warehouse,
+    landing, config, server)."""
+    copy_run(first_night[0], tmp_path)
+    server = serve_judge(monkeypatch)
+    yield tmp_path / "w.duckdb", tmp_path / "landing", tmp_path / "citegate.toml", server
     server.stop()
 
 
-def test_judges_only_passing_citations_through_the_server(setup):
-    warehouse, landing, config, server = setup
-    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+def test_judges_only_passing_citations_through_the_server(first_night):
+    root, _, server = first_night
+    warehouse = root / "w.duckdb"
     with connect(warehouse, read_only=True) as con:
         ok = con.sql("select count(*) from provenance_results where reason = 'ok'").fetchall()[0][0]
         verdicts = con.sql(
@@ -103,12 +140,10 @@ def test_judges_only_passing_citations_through_the_server(setup):
         assert "Question" not in content and "kb-4#c1" not in content
 
 
-def test_second_run_makes_no_call_except_for_errors(setup):
-    warehouse, landing, config, server = setup
+def test_second_run_makes_no_call_except_for_errors(after_first_night):
+    warehouse, landing, config, server = after_first_night
     assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
-    first_calls = len(server.requests)
-    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
-    retried = server.requests[first_calls:]
+    retried = server.requests  # the second night's calls: this server answered none of the first night's
     assert len(retried) == 2  # only the error pair, once plus one retry
     assert all("A flaky claim." in r["messages"][0]["content"] for r in retried)
     with connect(warehouse, read_only=True) as con:
@@ -121,9 +156,8 @@ def test_second_run_makes_no_call_except_for_errors(setup):
         assert cost > 0
 
 
-def test_calibration_through_the_same_server_and_cache(setup, capsys):
-    warehouse, landing, config, server = setup
-    assert run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config).success
+def test_calibration_through_the_same_server_and_cache(after_first_night):
+    warehouse, landing, config, server = after_first_night
     result = run_calibration(warehouse=warehouse, config_file=config, labels=None)
     assert result.success
     with connect(warehouse, read_only=True) as con:
@@ -144,9 +178,9 @@ def test_calibration_through_the_same_server_and_cache(setup, capsys):
     assert len(server.requests) == calls  # cached
 
 
-def test_api_key_never_in_the_warehouse_or_metadata(setup):
-    warehouse, landing, config, server = setup
-    result = run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config)
+def test_api_key_never_in_the_warehouse_or_metadata(first_night):
+    root, result, server = first_night
+    warehouse = root / "w.duckdb"
     with connect(warehouse, read_only=True) as con:
         dump = json.dumps(con.sql("select * from support_verdicts").fetchall(), default=str)
     assert "sk-test-not-logged" not in dump
@@ -156,21 +190,3 @@ def test_api_key_never_in_the_warehouse_or_metadata(setup):
         server.request_headers[0].get("authorization", server.request_headers[0].get("Authorization"))
         == "Bearer sk-test-not-logged"
     )
-
-
-def test_server_going_away_mid_run_leaves_error_rows_and_a_finished_run(setup):
-    warehouse, landing, config, server = setup
-
-    def answer_then_die(request, index):
-        if index == 2:
-            server.stop()  # later calls meet a closed port
-        return Reply("yes")
-
-    server.answer = answer_then_die
-    result = run_range(PLAN, landing=landing, warehouse=warehouse, config_file=config)
-    assert result.success
-    with connect(warehouse, read_only=True) as con:
-        verdicts = dict(con.sql("select verdict, count(*) from support_verdicts group by 1").fetchall())
-        cached = dict(con.sql("select verdict, count(*) from judge_cache group by 1").fetchall())
-    assert verdicts.get("error", 0) > 0 and sum(verdicts.values()) == 2 * len(PROFILE_ENCODINGS)
-    assert "error" not in cached and sum(cached.values()) <= len(server.requests)  # only answered calls are kept

@@ -6,10 +6,15 @@ unpartitioned ones after them makes one run per day (BackfillPolicy.multi_run(1)
 warehouse's run lock and go side by side, the unpartitioned assets run after them without failing on the lock,
 and the warehouse ends up with the rows `citegate run` writes over the same landing folder.
 
+The daemon is Dagster's own, with shorter waits than its defaults: the run queue dequeues every second (the
+instance's run_coordinator dequeue_interval_seconds) and the backfill is evaluated every 2 s instead of 30 s
+(tests/daemon_interval/sitecustomize.py sets the constant Dagster has no setting for): the backfill takes the same
+steps, without the minutes of idle waiting between them.
+
 The judge is a real HTTP server on 127.0.0.1 answering by content (the same verdicts in any order), slowly enough
-that a day run outlasts the daemon's intervals (the run queue dequeues every 5 s, the backfill is evaluated every
-30 s): otherwise one day could end before the other is dequeued, and nothing would show whether they may overlap;
-and the daemon sees the days' ingest done while their judge steps still run, as it does with real volumes."""
+that a day run outlasts the daemon's intervals: otherwise one day could end before the other is dequeued, and
+nothing would show whether they may overlap; and the daemon sees the days' ingest done while their judge steps
+still run, as it does with real volumes."""
 
 from __future__ import annotations
 
@@ -47,21 +52,29 @@ workers = 1
 workers = 1
 """
 UNFINISHED = ("REQUESTED", "CANCELING", "FAILING")
+DEQUEUE_INTERVAL_S = 1  # Dagster's default: 5
+BACKFILL_INTERVAL_S = 2  # Dagster's default: 30
+DAEMON_INTERVAL_HOOK = Path(__file__).resolve().parent / "daemon_interval"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 def answer(req: dict, i: int) -> Reply:
     """The same answer for the same pair whatever the order, mostly partial (so best_evidence judges other passages
-    too); 0.16 s a call, 4 in flight: each day's judge steps take about 25 s."""
-    return Reply("partial" if len(req["messages"][0]["content"]) % 5 else "yes", delay_s=0.16)
+    too); 0.05 s a call, 4 in flight: each day's judge steps take about 8 s, several of the daemon's intervals."""
+    return Reply("partial" if len(req["messages"][0]["content"]) % 5 else "yes", delay_s=0.05)
 
 
 def instance_yaml(max_concurrent_runs: int) -> str:
-    """The project's dagster.yaml with only concurrency.runs.max_concurrent_runs changed."""
+    """The project's dagster.yaml with concurrency.runs.max_concurrent_runs changed and the run queue dequeued
+    every DEQUEUE_INTERVAL_S."""
     text = (PROJECT / "dagster_home" / "dagster.yaml").read_text()
     changed, n = re.subn(r"(\n  runs:\n    max_concurrent_runs:) *\d+", rf"\g<1> {max_concurrent_runs}", text)
     assert n == 1, "dagster_home/dagster.yaml no longer sets concurrency.runs.max_concurrent_runs"
-    return changed
+    assert "run_coordinator:" not in changed, "dagster_home/dagster.yaml now configures the run coordinator"
+    return changed + (
+        "\nrun_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n"
+        f"  config:\n    dequeue_interval_seconds: {DEQUEUE_INTERVAL_S}\n"
+    )
 
 
 def clean_env(**values: str) -> dict[str, str]:
@@ -135,6 +148,8 @@ def ui(tmp_path, landing, config_file, judge):
         CITEGATE_FIRST_DAY=DAYS[0],
         CITEGATE_JUDGE_BASE_URL=judge.base_url,
         CITEGATE_JUDGE_MODEL="backfill-judge",
+        CITEGATE_TEST_DAEMON_INTERVAL_S=str(BACKFILL_INTERVAL_S),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(DAEMON_INTERVAL_HOOK), os.environ.get("PYTHONPATH")])),
     )
     # the instance's sqlite storages created here first: dagster dev's webserver, daemon and code server start at
     # once, and each creating them would race on alembic's version table ("more than one head present")
