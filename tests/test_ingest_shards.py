@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from benchmarks.stages import INGEST_TABLES_CLOCK_FREE
 from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.core.processes import spawned_pool
 from citegate_assets.lib.ingest import shards
@@ -250,18 +251,7 @@ def test_a_shard_killed_before_its_marker_leaves_nothing_readable(tmp_path):
     assert left == []  # the killed shard's data and text files swept
 
 
-CLOCK_FREE = {
-    "prompts": "* exclude (ingested_at)",
-    "prompt_sections": "*",
-    "retrievals": "*",
-    "citations": "*",
-    "answer_rejects": "* exclude (rejected_at)",
-    "ingest_rejects": "* exclude (rejected_at)",
-    "prompt_conflicts": "* exclude (recorded_at)",
-    "request_source_lines": "*",
-    "ingested_files": "* exclude (first_seen_at, finished_at)",
-    "provenance_results": "* exclude (checked_at)",
-}
+CLOCK_FREE = {**INGEST_TABLES_CLOCK_FREE, "provenance_results": "* exclude (checked_at)"}
 
 
 def test_citegate_run_with_two_shards_equals_one(tmp_path, dagster_home, monkeypatch):
