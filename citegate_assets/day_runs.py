@@ -92,11 +92,11 @@ def run_night_in_parallel(
     say: Callable[[str], None] = print,
 ) -> NightResult:
     """Phases 1-3 above. release(): frees runs a killed process left (called with the lock held exclusively)."""
-    from citegate_assets.definitions import defs
+    from citegate_assets.definitions import loaded_defs
     from citegate_assets.defs.asset_defaults import JUDGE_POOL
 
-    job = defs().resolve_job_def("nightly_job")
-    phases = night_phases(defs().resolve_asset_graph())
+    job = loaded_defs().resolve_job_def("nightly_job")
+    phases = night_phases(loaded_defs().resolve_asset_graph())
     at_once = max(1, min(workers, len(days)))
     range_tags = {
         **tags,
@@ -168,10 +168,10 @@ def run_night_in_parallel(
 def nightly_job() -> dg.JobDefinition:
     """The nightly job, loaded once per day process."""
     from citegate_assets.dagster_warnings import hide_dagster_warnings
-    from citegate_assets.definitions import defs
+    from citegate_assets.definitions import loaded_defs
 
     hide_dagster_warnings()
-    return defs().resolve_job_def("nightly_job")
+    return loaded_defs().resolve_job_def("nightly_job")
 
 
 def warm_up() -> int:

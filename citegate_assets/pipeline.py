@@ -136,7 +136,7 @@ def run_range(
     settings: what the CLI resolved and printed; without it, landing, warehouse and config_file are
     the flags and everything is resolved here (lib/core/paths.py). The run uses exactly these paths:
     every one goes into the resources' run config."""
-    from citegate_assets.definitions import defs
+    from citegate_assets.definitions import loaded_defs
     from citegate_assets.defs.partitions import before_first_day
     from citegate_assets.defs.resources import run_config_for
 
@@ -144,7 +144,7 @@ def run_range(
         raise ValueError(problem)
     settings = settings or resolve_settings(config=config_file, landing=landing, warehouse=warehouse)
     warehouse = settings.warehouse
-    job = defs().resolve_job_def("nightly_job")
+    job = loaded_defs().resolve_job_def("nightly_job")
     run_config = {
         "resources": run_config_for(settings, final_read=final, workers=workers, shards=shards),
         "loggers": {"console": {"config": {"log_level": log_level}}},

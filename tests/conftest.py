@@ -38,44 +38,73 @@ if _root is not None:  # before any temp folder is made, in pytest, its workers 
 
 # The files that take longest, started first: with --dist loadfile a file runs on one worker, and a long file
 # started last would run alone at the end (xdist's own order, most tests first, starts one-test files last).
-SLOWEST_FIRST = (  # by the time each file took in a whole run (test_ui_backfill: one test, mostly waiting)
-    "test_ui_backfill.py",
+SLOWEST_FIRST = (  # by the time each file took in a whole run, the system tests' files among them
     "test_crash_safety.py",
     "test_day_runs.py",
-    "test_judge_faults.py",
     "test_lake_s3.py",
+    "test_judge_faults.py",
     "test_ingest_shards.py",
+    "test_ui_backfill.py",
     "test_label_web.py",
-    "test_own_labels.py",
     "test_bad_input_corpus.py",
-    "test_metrics_pipeline.py",
+    "test_own_labels.py",
     "test_publish_requests.py",
-    "test_forget.py",
     "test_nightly.py",
-    "test_pipeline.py",
-    "test_queue.py",
-    "test_folders.py",
-    "test_incremental_metrics.py",
-    "test_publish_lake.py",
-    "test_review_web_browser.py",
-    "test_instance_postgres.py",
-    "test_judge_batch.py",
+    "test_metrics_pipeline.py",
     "test_estimate.py",
-    "test_ingest_workers.py",
+    "test_forget.py",
+    "test_folders.py",
+    "test_queue.py",
+    "test_pipeline.py",
+    "test_incremental_metrics.py",
+    "test_review_web_browser.py",
     "test_cascade.py",
-    "test_no_text_left.py",
-    "test_settings.py",
-    "test_review_web_limits.py",
-    "test_trace_bounds.py",
+    "test_judge_batch.py",
+    "test_ingest_workers.py",
     "test_review_web_http.py",
+    "test_review_web_limits.py",
+    "test_settings.py",
+    "test_trace_bounds.py",
+    "test_instance_postgres.py",
+    "test_no_text_left.py",
     "test_cli_friction.py",
+    "test_agreement.py",
+    "test_publish_lake.py",
+    "test_run_lock.py",
+    "test_judge_secrets.py",
     "test_support_pipeline.py",
+    "test_cli_imports.py",
+    "test_lake.py",
+)
+
+
+# The system tests (marker `system`, `make test-system`; CI runs them after `make test`): each file starts a
+# service (the local S3 server, PostgreSQL, headless Chromium, `dagster dev`), kills a process mid-run, runs
+# processes side by side on one warehouse, or injects faults into a live judge server. Together they took nearly
+# half of the whole suite's time, and `make test` without them needs no service installed.
+SYSTEM_TESTS = frozenset(
+    {
+        "test_crash_safety.py",
+        "test_day_runs.py",
+        "test_deploy.py",
+        "test_ingest_shards.py",
+        "test_instance_postgres.py",
+        "test_judge_faults.py",
+        "test_label_web.py",
+        "test_lake_s3.py",
+        "test_publish_requests.py",
+        "test_review_web_browser.py",
+        "test_ui_backfill.py",
+    }
 )
 
 
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    for item in items:
+        if item.path.name in SYSTEM_TESTS:
+            item.add_marker(pytest.mark.system)
 
 
 @pytest.fixture

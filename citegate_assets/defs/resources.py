@@ -249,7 +249,7 @@ def is_day_run(run: dg.DagsterRun | None) -> bool:
 
 @functools.cache
 def day_assets() -> frozenset[dg.AssetKey]:
-    from citegate_assets.definitions import defs
+    from citegate_assets.definitions import loaded_defs
 
-    graph = defs().resolve_asset_graph()
+    graph = loaded_defs().resolve_asset_graph()
     return frozenset(k for k in graph.get_all_asset_keys() if graph.get(k).partitions_def is not None)
