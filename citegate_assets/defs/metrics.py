@@ -214,47 +214,30 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     )
     warn = dg.AssetCheckSeverity.WARN
     checks = [
-        dg.AssetCheckResult(
-            check_name=BOUNDS,
-            passed=out_of_bounds.is_empty(),
-            metadata={"rows": dg.MetadataValue.md(markdown_table(out_of_bounds))},
-            description=f"{out_of_bounds.height} rates out of bounds "
-            "(outside [0, 1], or a numerator above its denominator)"
-            if out_of_bounds.height
-            else "every rate in [0, 1]",
+        _rows_check(
+            BOUNDS,
+            out_of_bounds,
+            f"{out_of_bounds.height} rates out of bounds (outside [0, 1], or a numerator above its denominator)",
+            "every rate in [0, 1]",
         ),
-        dg.AssetCheckResult(
-            check_name=RECONCILE,
-            passed=unreconciled.is_empty(),
-            metadata={"rows": dg.MetadataValue.md(markdown_table(unreconciled))},
-            description=f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream "
-            "count of the gated days"
-            if unreconciled.height
-            else "every denominator equals its upstream count (gated days)",
+        _rows_check(
+            RECONCILE,
+            unreconciled,
+            f"{unreconciled.height} (week, surface, metric) denominators differ from the upstream count of the gated "
+            "days",
+            "every denominator equals its upstream count (gated days)",
         ),
-        dg.AssetCheckResult(
-            check_name=VERSIONS,
-            passed=mixed.is_empty(),
-            metadata={"rows": dg.MetadataValue.md(markdown_table(mixed))},
-            description=f"{mixed.height} (week, metric) mix definition versions"
-            if mixed.height
-            else "one definition version per week and metric",
+        _rows_check(
+            VERSIONS,
+            mixed,
+            f"{mixed.height} (week, metric) mix definition versions",
+            "one definition version per week and metric",
         ),
-        dg.AssetCheckResult(
-            check_name=PASS_UP_REPAIR_DOWN,
-            passed=warning.is_empty(),
-            severity=warn,
-            metadata={"rows": dg.MetadataValue.md(markdown_table(warning))},
-        ),
+        _rows_check(PASS_UP_REPAIR_DOWN, warning, severity=warn),
         dg.AssetCheckResult(
             check_name=SAME_MODEL, passed=same_model == 0, severity=warn, metadata={"citations": same_model}
         ),
-        dg.AssetCheckResult(
-            check_name=UNCALIBRATED,
-            passed=uncalibrated.is_empty(),
-            severity=warn,
-            metadata={"surfaces": dg.MetadataValue.md(markdown_table(uncalibrated))},
-        ),
+        _rows_check(UNCALIBRATED, uncalibrated, severity=warn, key="surfaces"),
     ]
     yield dg.MaterializeResult(
         asset_key="weekly_surface_metrics",
@@ -281,6 +264,24 @@ def weekly_metrics(context: dg.AssetExecutionContext, warehouse: WarehouseResour
     )
     yield dg.MaterializeResult(asset_key="weekly_breakdowns", metadata={"dagster/row_count": n_breakdowns})
     yield dg.MaterializeResult(asset_key="metric_lineage", metadata={"dagster/row_count": n_lineage})
+
+
+def _rows_check(
+    name: str,
+    rows: pl.DataFrame,
+    failing: str | None = None,
+    passing: str | None = None,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    key: str = "rows",
+) -> dg.AssetCheckResult:
+    """A check that passes when `rows` (what breaks it) is empty, showing them as a table."""
+    return dg.AssetCheckResult(
+        check_name=name,
+        passed=rows.is_empty(),
+        severity=severity,
+        metadata={key: dg.MetadataValue.md(markdown_table(rows))},
+        description=failing if rows.height else passing,
+    )
 
 
 @dg.asset(
