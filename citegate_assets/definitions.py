@@ -27,7 +27,7 @@ def defs() -> dg.Definitions:
 @functools.cache
 def loaded_defs() -> dg.Definitions:
     """defs() built once per process, for the CLI's runs: what it builds depends only on modules imported once
-    (the partitions' first day is fixed at import), and building it costs about a tenth of a small run."""
+    (the partitions' first day is fixed at import), and building it costs a few percent of a small run."""
     return defs()
 
 
