@@ -94,6 +94,7 @@ LAYOUT: dict[str, tuple[str, dict[str, str]]] = {
             "sentences": "sentences",
             "shard_collect": "shard_collect",
             "shard_staging": "shard_staging",
+            "shared_lines": "shared_lines",
             "shards": "shards",
             "trace_partners": "trace_partners",
         },

@@ -4,6 +4,7 @@ offsets and counts, a partial last line held back and read on the next run."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -16,7 +17,9 @@ import pytest
 
 from citegate_assets.lib.config import ConfigError, parse_config
 from citegate_assets.lib.core.lines import Line
+from citegate_assets.lib.ingest import shared_lines
 from citegate_assets.lib.ingest import workers as ingest_workers
+from citegate_assets.lib.ingest.shared_lines import SharedLines, read_shipped, stripped
 from citegate_assets.lib.ingest.stream import ingest_landing
 from citegate_assets.lib.ingest.workers import ParsePool, resolve_workers
 from citegate_assets.lib.loggen import generate_logs
@@ -372,9 +375,10 @@ def test_a_workers_frames_come_back_holding_only_their_own_rows(tmp_path):
 
 
 def test_a_parse_worker_runs_polars_on_one_thread(tmp_path, monkeypatch):
-    """The workers are the parallelism: each runs polars on one thread, and the ingest process's environment is left
-    as it was."""
-    monkeypatch.delenv("POLARS_MAX_THREADS", raising=False)
+    """The workers are the parallelism: each runs polars on one thread, its allocators keep the pages a batch frees
+    (PARSE_PROCESS_ENVIRONMENT), and the ingest process's environment is left as it was."""
+    for name in ingest_workers.PARSE_PROCESS_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
     pool, lines, nbytes = _spawned_batch(tmp_path, 10)
     try:
         pool.submit(lines, NOW, nbytes, True).result()
@@ -384,8 +388,111 @@ def test_a_parse_worker_runs_polars_on_one_thread(tmp_path, monkeypatch):
         for pid in pids:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             assert b"POLARS_MAX_THREADS=1" in environ
+            for name, value in ingest_workers.PARSE_PROCESS_ENVIRONMENT.items():  # its allocators keep their pages
+                assert f"{name}={value}".encode() in environ
             names = [(task / "comm").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir()]
             assert len([n for n in names if re.fullmatch(r"polars-\d+", n)]) == 1, names  # its compute pool
     finally:
         pool.close()
-    assert "POLARS_MAX_THREADS" not in os.environ
+    assert not set(ingest_workers.PARSE_PROCESS_ENVIRONMENT) & set(os.environ)
+
+
+def test_a_batch_reaches_its_worker_through_a_shared_region_and_the_region_is_reused(tmp_path):
+    """The lines' bytes are copied into a region of shared memory the worker maps, not pickled down the pipe; each
+    region serves batch after batch, and closing the pool leaves none open."""
+    pool, lines, nbytes = _spawned_batch(tmp_path, 60)
+    halves = [lines[:30], lines[30:]]
+    try:
+        results = []
+        for _ in range(3):
+            for half in halves:
+                parsed = pool.submit(half, NOW, nbytes, True)
+                assert parsed.in_worker and parsed._lease is not None
+                sent = pickle.dumps(stripped(half))  # what the task carries of its lines
+                assert len(sent) < sum(len(bl.line.raw) for bl in half) // 20
+                results.append(parsed.result())
+        assert len(pool._regions._all) <= 2  # reused, not one per batch
+        assert _regions_open() > 0
+    finally:
+        pool.close()
+    assert _regions_open() == 0
+    reference = [ingest_workers.parse_batch(half, pool.config, NOW, True, tmp_path / "text") for half in halves]
+    for n, result in enumerate(results):
+        assert result.claims == reference[n % 2].claims
+        for rel, frame in result.relations.items():
+            assert frame.drop("text_file", strict=False).equals(
+                reference[n % 2].relations[rel].drop("text_file", strict=False), null_equal=True
+            ), rel
+
+
+def test_a_worker_that_cannot_map_the_region_loses_nothing(tmp_path, monkeypatch):
+    """A worker that may not open the ingest process's region (a /proc it cannot read): that batch is parsed in the
+    ingest process, and the batches after it are pickled to the workers with their bytes."""
+    pool, lines, nbytes = _spawned_batch(tmp_path, 40)
+    lend = SharedLines.lend
+
+    def unreadable(self, raws):
+        lease = lend(self, raws)
+        if lease is not None:  # a descriptor the ingest process does not hold
+            lease.shipped = dataclasses.replace(lease.shipped, fd=1_000_000)
+        return lease
+
+    monkeypatch.setattr(SharedLines, "lend", unreadable)
+    try:
+        first = pool.submit(lines[:20], NOW, nbytes, True)
+        assert first._lease is not None
+        got_first = first.result()
+        assert not pool._regions.usable
+        second = pool.submit(lines[20:], NOW, nbytes, True)
+        assert second.in_worker and second._lease is None
+        got_second = second.result()
+    finally:
+        pool.close()
+    for got, part in ((got_first, lines[:20]), (got_second, lines[20:])):
+        reference = ingest_workers.parse_batch(part, pool.config, NOW, True, tmp_path / "text")
+        assert [c.request_id for c in got.claims] == [c.request_id for c in reference.claims]
+        assert len(got.claims) == len(part)
+        assert got.relations["batch_prompts"].height == reference.relations["batch_prompts"].height
+
+
+def test_shared_lines_round_trip_in_one_process():
+    """The bytes read out of a region are the lines put in, including empty and non-UTF-8 ones; a batch larger
+    than every free region gets a larger one."""
+    regions = SharedLines()
+    if not regions.usable:
+        pytest.skip("no memfd here")
+    raws = [b"", b'{"a": 1}', "caf\u00e9".encode(), b"\xff\xfe not UTF-8", b"x" * 70_000]
+    lines = [ingest_workers.BatchLine(k, ("f.jsonl", k + 1), Line(k + 1, r, 0, len(r))) for k, r in enumerate(raws)]
+    try:
+        lease = regions.lend(raws)
+        assert lease is not None
+        back = read_shipped(lease.shipped, stripped(lines))
+        assert [bl.line.raw for bl in back] == raws
+        assert [(bl.key, bl.origin, bl.line.no, bl.line.length) for bl in back] == [
+            (bl.key, bl.origin, bl.line.no, bl.line.length) for bl in lines
+        ]
+        lease.release()
+        again = regions.lend(raws[:2])
+        assert again is not None and again.region is lease.region
+        again.release()
+        bigger = regions.lend([b"y" * (lease.region.size + 1)])
+        assert bigger is not None and bigger.region.size > lease.region.size
+        assert read_shipped(bigger.shipped, stripped(lines[:1]))[0].line.raw == b"y" * (lease.region.size + 1)
+    finally:
+        regions.close()
+        for mapped in shared_lines._mapped.values():  # what a worker maps stays mapped until it exits
+            mapped.close()
+        shared_lines._mapped.clear()
+    assert _regions_open() == 0
+
+
+def _regions_open() -> int:
+    """The shared regions this process holds open."""
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            count += os.readlink(fd).startswith("/memfd:citegate-batch")
+        except OSError:
+            pass
+    return count

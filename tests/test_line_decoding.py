@@ -10,7 +10,7 @@ import pytest
 
 from citegate_assets.lib.core.lines import Line
 from citegate_assets.lib.ingest import records
-from citegate_assets.lib.ingest.records import BOM, parse_raw_line, read_raw_line
+from citegate_assets.lib.ingest.records import BOM, parse_raw_line, read_raw_line, valid_line_text
 
 from .helpers import scenario_record
 
@@ -90,10 +90,21 @@ def test_a_byte_order_mark_on_the_first_line_is_dropped_on_both_paths():
 @pytest.mark.parametrize("depth", [400, 600, 900, 985, 995, 1200])
 def test_nesting_is_refused_exactly_where_json_refuses_it(depth):
     """json.loads refuses nesting at a depth that depends on its caller's stack; msgspec at its own. A line with
-    FAST_PATH_MAX_BRACKETS opening brackets or more takes json's path, so the answer never depends on the decoder."""
+    nesting FAST_PATH_MAX_DEPTH deep or more takes json's path, so the answer never depends on the decoder."""
     for field in ("citations", "extra", "retrieved"):
         line = line_of(with_raw(record_line(), field, "[" * depth + "]" * depth))
         assert parse_raw_line(line, NOW, MAX) == json_path(line)
+
+
+def test_a_line_with_many_brackets_but_shallow_nesting_reads_as_json_reads_it():
+    """Thousands of arrays side by side nest two deep: the decoded value is walked for its depth, not the brackets
+    counted, and the record is what json gives."""
+    wide = "[" + ",".join(["[]", "{}"] * 2000) + "]"
+    line = line_of(with_raw(record_line(), "extra", wide))
+    result, text = read_raw_line(line, NOW, MAX)
+    assert text is None  # msgspec's path: json's would have kept the line's text
+    assert (result, valid_line_text(line)) == json_path(line)
+    assert result.request_id is not None
 
 
 def test_a_valid_line_is_not_decoded_to_text_until_a_reject_row_needs_it():

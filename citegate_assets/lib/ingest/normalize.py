@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import unicodedata
+from collections.abc import Sequence
 from functools import cache
 
 import polars as pl
@@ -151,7 +152,17 @@ def normalize(expr: pl.Expr, unescape: pl.Expr | str = "none") -> pl.Expr:
     """
     if isinstance(unescape, str):
         return canonical(unescape_html(expr) if unescape == "html" else expr)
-    return canonical(pl.when(unescape == "html").then(unescape_html(expr)).otherwise(expr))
+    # the entities replaced on the html rows alone: when/then would replace them on every row, then choose
+    return canonical(pl.map_batches([expr, unescape == "html"], _unescaped_where, return_dtype=pl.String))
+
+
+def _unescaped_where(columns: Sequence[pl.Series]) -> pl.Series:
+    texts, html = columns
+    at = html.fill_null(False).arg_true()
+    if at.is_empty():
+        return texts
+    unescaped = texts.gather(at).str.replace_many(HTML_ENTITIES, HTML_CHARS)
+    return texts.clone().scatter(at, unescaped)  # a clone: scatter writes into the series it is given
 
 
 def normalize_text(text: str, unescape: str = "none") -> str:

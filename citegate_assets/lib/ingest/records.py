@@ -29,8 +29,8 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?P<tz>
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89abcdefABCDEF]")  # the same ASCII in UTF-8: twice as fast
 _JSON = msgspec.json.Decoder()
-# fewer opening brackets than this: no nesting deep enough for json.loads to refuse (its limit: ~1,000 less the stack)
-FAST_PATH_MAX_BRACKETS = 512
+# nesting shallower than this: not deep enough for json.loads to refuse (its limit: ~1,000 less the stack)
+FAST_PATH_MAX_DEPTH = 512
 
 
 @dataclass(frozen=True)
@@ -79,17 +79,32 @@ def read_raw_line(line: Line, now: datetime, max_line_bytes: int) -> tuple[Recor
     """parse_raw_line without decoding the text of a line that is valid JSON (None: valid_line_text gives it, for
     the few reject rows that keep it). Such a line is decoded by msgspec, ~2x faster than json: what msgspec reads
     is UTF-8 without a NUL byte or a lone surrogate escape, and gives the value json.loads gives; any line it refuses
-    takes json's path, so its reject names the fault as before. So does a line with many brackets: json refuses
+    takes json's path, so its reject names the fault as before. So does a line nested deeply (_shallow): json refuses
     deep nesting at a depth that depends on the caller's stack, and msgspec at another."""
-    body = _body(line)
-    if not line.too_long and body.count(b"[") + body.count(b"{") < FAST_PATH_MAX_BRACKETS:
+    if not line.too_long:
         try:
-            obj = _JSON.decode(body)
+            obj = _JSON.decode(_body(line))
         except Exception:  # noqa: BLE001 - whatever msgspec refuses, json's path below decides and words it
             pass
         else:
-            return _parse_object(obj, now), None
+            if _shallow(obj):
+                return _parse_object(obj, now), None
     return _parse_checked(line, now, max_line_bytes)
+
+
+def _shallow(obj: object) -> bool:
+    """No array or object nested FAST_PATH_MAX_DEPTH deep: json.loads takes it too, at any stack depth. Walked on
+    the decoded value (a record holds a few dozen containers), not by counting the brackets of the line's bytes."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        items = value.values() if type(value) is dict else value if type(value) is list else ()
+        for item in items:
+            if type(item) is dict or type(item) is list:
+                if depth + 1 >= FAST_PATH_MAX_DEPTH:
+                    return False
+                stack.append((item, depth + 1))
+    return True
 
 
 def valid_line_text(line: Line) -> str:

@@ -120,21 +120,6 @@ def _raw_span(
         if at >= 0:
             return at, at + len(body), "json"
     return NOWHERE
-    ascii_text = text.isascii()
-    if (newline or "\n" not in text) and (ascii_text or not ascii_prompt):
-        at = find_text(prompt, text)
-        if at >= 0:
-            return at, at + len(text), None
-    seen = {text}  # a form equal to the text was searched for verbatim above
-    for ensure_ascii in (True, False):  # they differ on non-ASCII text and on DEL (escaped only by the first)
-        body = json.dumps(text, ensure_ascii=ensure_ascii)[1:-1]
-        if body in seen or (ascii_prompt and not body.isascii()):
-            continue
-        seen.add(body)
-        at = find_text(prompt, body)
-        if at >= 0:
-            return at, at + len(body), "json"
-    return NOWHERE
 
 
 def _retrievals(rows: list[tuple]) -> pl.DataFrame:

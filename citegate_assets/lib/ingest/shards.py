@@ -59,6 +59,7 @@ from citegate_assets.lib.ingest.workers import (
     ParsedBatch,
     ParsePool,
     main_script_hidden,
+    parse_process_environment,
     resolve_workers,
     valid_line_text,
 )
@@ -325,7 +326,8 @@ def ingest_sharded(
         for i, names in enumerate(plan)
     ]
     with spawned_pool(shards) as pool:
-        with main_script_hidden():  # a shard is spawned inside submit: it imports this module, not the CLI
+        # a shard is spawned inside submit: it imports this module, not the CLI, and parses with one polars thread
+        with main_script_hidden(), parse_process_environment():
             futures = [pool.submit(run_shard, task) for task in tasks]
         try:
             summaries = [f.result() for f in futures]

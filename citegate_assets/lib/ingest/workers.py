@@ -35,9 +35,27 @@ from citegate_assets.lib.ingest.batch import build_frames_isolating_failures, de
 from citegate_assets.lib.ingest.records import Record, Reject, read_raw_line, valid_line_text
 from citegate_assets.lib.ingest.retrievals import STORE_RETRIEVED_TEXT_ONCE, retrievals_stored_once, stored_twice
 from citegate_assets.lib.ingest.settings import IngestSettings as Config
+from citegate_assets.lib.ingest.shared_lines import (
+    Lease,
+    RegionUnavailable,
+    SharedLines,
+    ShippedLines,
+    read_shipped,
+    stripped,
+)
 from citegate_assets.lib.storage.text_files import write_text_files
 
-__all__ = ["BatchLine", "Claim", "ParsePool", "ParsedBatch", "parse_batch", "resolve_workers", "valid_line_text"]
+__all__ = [
+    "PARSE_PROCESS_ENVIRONMENT",
+    "BatchLine",
+    "Claim",
+    "ParsePool",
+    "ParsedBatch",
+    "parse_batch",
+    "parse_process_environment",
+    "resolve_workers",
+    "valid_line_text",
+]
 
 MAX_AUTO_WORKERS = 4  # workers = 0 (auto): one per core, at most this many (the one DuckDB writer caps the gain)
 # a run parses in-process until it has read this much: spawning workers costs ~1-2 s of imports each
@@ -104,9 +122,17 @@ def parse_batch(
 
 
 def parse_batch_to_send(
-    lines: list[BatchLine], config: Config, now: datetime, store_once: bool, text_folder: Path | None
+    lines: list[BatchLine],
+    config: Config,
+    now: datetime,
+    store_once: bool,
+    text_folder: Path | None,
+    shipped: ShippedLines | None = None,
 ) -> ParsedBatch:
-    """parse_batch in a worker process: its frames compacted before they are pickled back (compacted)."""
+    """parse_batch in a worker process: its frames compacted before they are pickled back (compacted). shipped: the
+    lines' bytes are in the ingest process's shared region (lib/ingest/shared_lines.py), not in `lines`."""
+    if shipped is not None:
+        lines = read_shipped(shipped, lines)
     parsed = parse_batch(lines, config, now, store_once, text_folder)
     parsed.relations = {rel: compacted(frame) for rel, frame in parsed.relations.items()}
     return parsed
@@ -186,9 +212,11 @@ class Parsed:
         store_once: bool,
         future: Future | None,
         text_folder: Path | None = None,
+        lease: Lease | None = None,
     ):
         self._lines, self._config, self._now, self._store_once, self._future = lines, config, now, store_once, future
         self._text_folder = text_folder
+        self._lease = lease  # the shared region holding the lines' bytes, until the batch is parsed
         self._result: ParsedBatch | None = (
             None if future is not None else parse_batch(lines, config, now, store_once, text_folder)
         )
@@ -202,10 +230,17 @@ class Parsed:
             assert self._future is not None
             try:
                 self._result = self._future.result()
-            except BrokenProcessPool:
-                # a worker died (killed, out of memory): parse the batch here rather than lose it
+            except (BrokenProcessPool, RegionUnavailable) as exc:
+                # a worker died (killed, out of memory), or could not map the shared region: parse the batch here
+                # rather than lose it
+                if isinstance(exc, RegionUnavailable) and self._lease is not None:
+                    self._lease.refused()
+                    self._lease = None
                 self._result = parse_batch(self._lines, self._config, self._now, self._store_once, self._text_folder)
             self._future = None
+            if self._lease is not None:
+                self._lease.release()
+                self._lease = None
         return self._result
 
 
@@ -219,6 +254,7 @@ class ParsePool:
         self.text_folder = text_folder  # where each batch's prompt text is written (None: kept in the frames)
         self._bytes = 0
         self._pool: ProcessPoolExecutor | None = None
+        self._regions = SharedLines()
         self._broken = False
         self.spawned = False  # did this run start worker processes
 
@@ -243,13 +279,23 @@ class ParsePool:
         if self._bytes > SPAWN_AFTER_BYTES:
             self._start()
         if self._pool is not None:
+            lease = self._regions.lend([bl.line.raw for bl in lines])
             try:
-                with main_script_hidden(), _one_polars_thread():  # a worker is spawned, if at all, inside submit
+                with main_script_hidden(), parse_process_environment():  # a worker is spawned, if at all, inside submit
+                    # the lines' bytes travel through a shared region when there is one, the rest is pickled
                     future = self._pool.submit(
-                        parse_batch_to_send, lines, self.config, now, store_once, self.text_folder
+                        parse_batch_to_send,
+                        lines if lease is None else stripped(lines),
+                        self.config,
+                        now,
+                        store_once,
+                        self.text_folder,
+                        None if lease is None else lease.shipped,
                     )
-                return Parsed(lines, self.config, now, store_once, future, self.text_folder)
+                return Parsed(lines, self.config, now, store_once, future, self.text_folder, lease)
             except BrokenProcessPool:
+                if lease is not None:
+                    lease.release()
                 self._broken = True
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
@@ -259,23 +305,35 @@ class ParsePool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._regions.close()
+
+
+# What a spawned parse process's environment (a parse worker's, an ingest shard's) holds unless the ingest process's
+# already sets it:
+PARSE_PROCESS_ENVIRONMENT = {
+    # the workers are the parallelism: each worker's own polars pool on the same cores cost CPU (~5 %) for no speed
+    "POLARS_MAX_THREADS": "1",
+    # a batch's working set (~20x its bytes) is freed and taken again batch after batch: glibc malloc and polars'
+    # jemalloc keep those pages rather than hand them back and fault them in anew (~0.6M page faults, ~1 CPU-s a
+    # 660 MB day). A worker ends with its run, so what it keeps is its peak, not a growing heap.
+    "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
+    "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+    "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1",
+}
 
 
 @contextmanager
-def _one_polars_thread() -> Iterator[None]:
-    """A worker spawned here runs polars on one thread (unless the environment already sets POLARS_MAX_THREADS): the
-    workers are the parallelism, and each worker's own thread pool on the same cores cost CPU (~5 %) for no speed."""
-    if POLARS_THREADS in os.environ:
-        yield
-        return
-    os.environ[POLARS_THREADS] = "1"  # a spawned process takes the environment as it is when it starts
+def parse_process_environment() -> Iterator[None]:
+    """PARSE_PROCESS_ENVIRONMENT for a process spawned in the block (a spawned process takes the environment as it is
+    when it starts); the ingest process's own is as it was afterwards."""
+    added = [name for name in PARSE_PROCESS_ENVIRONMENT if name not in os.environ]
+    for name in added:
+        os.environ[name] = PARSE_PROCESS_ENVIRONMENT[name]
     try:
         yield
     finally:
-        os.environ.pop(POLARS_THREADS, None)
-
-
-POLARS_THREADS = "POLARS_MAX_THREADS"
+        for name in added:
+            os.environ.pop(name, None)
 
 
 @contextmanager
