@@ -496,3 +496,29 @@ def _regions_open() -> int:
         except OSError:
             pass
     return count
+
+
+def test_a_worker_keeps_only_its_most_recently_used_mappings():
+    """A mapping keeps its region's pages alive after the ingest process replaced it: a worker keeps at most
+    _MAPPED_AT_MOST, the most recently used."""
+    regions = SharedLines()
+    if not regions.usable:
+        pytest.skip("no memfd here")
+    line = [ingest_workers.BatchLine(0, ("f.jsonl", 1), Line(1, b"x", 0, 1))]
+    try:
+        leases = [regions.lend([b"x" * (1 << 20) * (n + 1)]) for n in range(shared_lines._MAPPED_AT_MOST + 3)]
+        first = leases[0]
+        assert first is not None
+        for lease in leases:
+            assert lease is not None
+            read_shipped(lease.shipped, stripped(line))
+            read_shipped(first.shipped, stripped(line))  # the first region, used again each time: kept
+        assert len(shared_lines._mapped) == shared_lines._MAPPED_AT_MOST
+        assert first.shipped.token in shared_lines._mapped
+        assert leases[1].shipped.token not in shared_lines._mapped  # the least recently used went first
+    finally:
+        regions.close()
+        for mapped in shared_lines._mapped.values():
+            mapped.close()
+        shared_lines._mapped.clear()
+    assert _regions_open() == 0

@@ -133,12 +133,14 @@ def _room_for(nbytes: int) -> int:
 
 # a worker's mappings of the regions it was sent, by token: a region is reused for batch after batch
 _mapped: dict[str, mmap.mmap] = {}
-_MAPPED_AT_MOST = 16
+# the least recently used mapping is closed past this many: a mapping keeps its region's pages alive after the ingest
+# process replaced the region by a larger one, and at most `workers` + 1 regions are in use at once
+_MAPPED_AT_MOST = 8
 
 
 def read_shipped(shipped: ShippedLines, lines: list) -> list:
     """In a worker: the batch's lines (BatchLine with an empty Line.raw) with their bytes read out of the region."""
-    region = _mapped.get(shipped.token)
+    region = _mapped.pop(shipped.token, None)  # put back last: the most recently used
     if region is None:
         try:
             fd = os.open(f"/proc/{shipped.pid}/fd/{shipped.fd}", os.O_RDONLY | os.O_CLOEXEC)
@@ -150,9 +152,9 @@ def read_shipped(shipped: ShippedLines, lines: list) -> list:
             raise RegionUnavailable(f"cannot map the ingest process's batch region: {exc}") from exc
         finally:
             os.close(fd)
-        if len(_mapped) >= _MAPPED_AT_MOST:
+        while len(_mapped) >= _MAPPED_AT_MOST:
             _mapped.pop(next(iter(_mapped))).close()
-        _mapped[shipped.token] = region
+    _mapped[shipped.token] = region
     return [replace(bl, line=_with_raw(bl.line, region[start:end])) for bl, (start, end) in zip(lines, shipped.spans)]
 
 
