@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 import polars as pl
@@ -97,14 +97,23 @@ def _nfc_suspects() -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in ranges]
 
 
-def _nfc_where(series: pl.Series, rows: pl.Series) -> pl.Series:
-    # CPython's NFC (quick-check fast path, ~1 GB/s; polars' is ~10x slower), on the rows that may change only:
-    # converting every row to Python and back cost more than the NFC itself
+def _changed_where(series: pl.Series, rows: pl.Series, change: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """change applied to the rows of series where rows is true, the others as they are. Scatter writes into the series
+    it is given."""
     at = rows.arg_true()
     if at.is_empty():
         return series
-    changed = [unicodedata.normalize("NFC", t) for t in series.gather(at).to_list()]
-    return series.scatter(at, pl.Series(changed, dtype=pl.String))
+    return series.scatter(at, change(series.gather(at)))
+
+
+def _nfc_where(series: pl.Series, rows: pl.Series) -> pl.Series:
+    # CPython's NFC (quick-check fast path, ~1 GB/s; polars' is ~10x slower), on the rows that may change only:
+    # converting every row to Python and back cost more than the NFC itself
+    return _changed_where(series, rows, _nfc)
+
+
+def _nfc(texts: pl.Series) -> pl.Series:
+    return pl.Series([unicodedata.normalize("NFC", t) for t in texts.to_list()], dtype=pl.String)
 
 
 def _canonical_series(series: pl.Series) -> pl.Series:
@@ -158,11 +167,11 @@ def normalize(expr: pl.Expr, unescape: pl.Expr | str = "none") -> pl.Expr:
 
 def _unescaped_where(columns: Sequence[pl.Series]) -> pl.Series:
     texts, html = columns
-    at = html.fill_null(False).arg_true()
-    if at.is_empty():
-        return texts
-    unescaped = texts.gather(at).str.replace_many(HTML_ENTITIES, HTML_CHARS)
-    return texts.clone().scatter(at, unescaped)  # a clone: scatter writes into the series it is given
+    return _changed_where(texts.clone(), html.fill_null(False), _unescaped)
+
+
+def _unescaped(texts: pl.Series) -> pl.Series:
+    return texts.str.replace_many(HTML_ENTITIES, HTML_CHARS)
 
 
 def normalize_text(text: str, unescape: str = "none") -> str:

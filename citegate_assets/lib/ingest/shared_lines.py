@@ -7,7 +7,7 @@ of its own mapping of the same region, which it opens through /proc/<ingest pid>
 left behind when either process dies, however it dies.
 
 Where there is no memfd (not Linux) or a worker cannot open the region (a /proc it may not read), batches are
-pickled as before: `SharedLines.usable` is then False.
+pickled with their bytes: `SharedLines.usable` is then False.
 """
 
 from __future__ import annotations
@@ -164,4 +164,4 @@ def _with_raw(line: Line, raw: bytes) -> Line:
 
 def stripped(lines: list) -> list:
     """The batch's lines without their bytes (what is pickled when the bytes travel through a region)."""
-    return [replace(bl, line=Line(bl.line.no, b"", bl.line.end, bl.line.length, bl.line.too_long)) for bl in lines]
+    return [replace(bl, line=_with_raw(bl.line, b"")) for bl in lines]
