@@ -15,9 +15,7 @@ from __future__ import annotations
 import mmap
 import os
 import uuid
-from dataclasses import dataclass, replace
-
-from citegate_assets.lib.core.lines import Line
+from dataclasses import dataclass
 
 __all__ = ["Lease", "LineRegion", "RegionUnavailable", "SharedLines", "ShippedLines", "read_shipped", "stripped"]
 
@@ -155,13 +153,9 @@ def read_shipped(shipped: ShippedLines, lines: list) -> list:
         while len(_mapped) >= _MAPPED_AT_MOST:
             _mapped.pop(next(iter(_mapped))).close()
     _mapped[shipped.token] = region
-    return [replace(bl, line=_with_raw(bl.line, region[start:end])) for bl, (start, end) in zip(lines, shipped.spans)]
-
-
-def _with_raw(line: Line, raw: bytes) -> Line:
-    return Line(line.no, raw, line.end, line.length, line.too_long)
+    return [bl.with_raw(region[start:end]) for bl, (start, end) in zip(lines, shipped.spans)]
 
 
 def stripped(lines: list) -> list:
     """The batch's lines without their bytes (what is pickled when the bytes travel through a region)."""
-    return [replace(bl, line=_with_raw(bl.line, b"")) for bl in lines]
+    return [bl.with_raw(b"") for bl in lines]

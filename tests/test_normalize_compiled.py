@@ -1,0 +1,133 @@
+"""N's compiled pass (lib/ingest/_canonical.c) gives the polars path's results, text for text."""
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citegate_assets.lib.ingest import normalize as N
+from citegate_assets.lib.ingest.normalize_plain import FOLD_FROM, WHITESPACE
+
+FRAMEWORKS = Path(__file__).parent / "fixtures" / "frameworks"
+compiled = pytest.mark.skipif(N._compiled is None, reason="no C compiler built lib/ingest/_canonical.c")
+
+# what each branch of the compiled pass meets: every White_Space and look-alike, NFC's suspects (a combining accent, a
+# soft hyphen before one, Hangul jamo, U+2000), 2-, 3- and 4-byte code points, controls that are not White_Space
+SPECIAL = (
+    list(WHITESPACE)
+    + FOLD_FROM
+    + [
+        "e\u0301",
+        "\u00ad\u0301",
+        "\u1100\u1161",
+        "\u2000",
+        "\u00e9",
+        "\u00fc",
+        "\u4e2d",
+        "\U0001f600",
+        "\x00",
+        "\x1c",
+        "\r\n",
+        "  ",
+    ]
+)
+text = st.lists(st.one_of(st.text(max_size=8), st.sampled_from(SPECIAL)), max_size=40).map("".join)
+
+
+def both(texts: list[str | None]) -> tuple[list, list]:
+    series = pl.Series("t", texts, dtype=pl.String)
+    return N._canonical_compiled(series).to_list(), N._canonical_general(series).to_list()
+
+
+def test_the_compiled_pass_is_built():
+    # `make install` builds it; CI tests it rather than the fallback a machine without a compiler runs
+    if N._compiled is None and not os.environ.get("CI"):
+        pytest.skip("no C compiler built lib/ingest/_canonical.c: N runs on the polars path")
+    assert N._compiled is not None
+
+
+@compiled
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(st.lists(st.one_of(st.none(), text), min_size=1, max_size=30))
+def test_compiled_equals_general_on_any_text(texts):
+    fast, general = both(texts)
+    assert fast == general
+
+
+@compiled
+def test_known_cases():
+    cases = {
+        "  A\u2019s \u201cquote\u201d\r\n\u2014 x\u00a0 ": 'A\'s "quote" - x',
+        "a \u200b b": "a b",  # a removed character inside a run of whitespace: one space
+        "a\u200bb\u00adc": "abc",
+        "\u3000\u0085lead and trail\u1680\u2028": "lead and trail",
+        "wait\u2026 \U0001f600": "wait... \U0001f600",
+        " \t\n ": "",
+        "": "",
+        "caf\u00e9 e\u0301": "caf\u00e9 \u00e9",  # the second is composed on the general path
+        "a\x1cb": "a\x1cb",  # not White_Space: kept
+    }
+    fast, general = both([*cases, None])
+    assert fast == general == [*cases.values(), None]
+
+
+@compiled
+def test_rows_nfc_may_change_are_listed_and_left_as_they_are():
+    series = pl.Series(["plain \u2014 text", "e\u0301", "ok", "\u1100\u1161"], dtype=pl.String)
+    column = series.to_arrow(compat_level=pl.CompatLevel.oldest())
+    _, offsets, data = column.buffers()
+    out, out_offsets, suspect_rows = N._compiled.canonical(data, offsets, N._suspect_bitmap())
+    assert suspect_rows == [1, 3]
+    ends = memoryview(out_offsets).cast("q").tolist()
+    texts = [out[a:b].decode() for a, b in zip(ends, ends[1:])]
+    assert texts == ["plain - text", "e\u0301", "ok", "\u1100\u1161"]
+
+
+@compiled
+def test_malformed_buffers_are_refused_by_name():
+    bitmap = N._suspect_bitmap()
+    offsets = memoryview(bytearray(16)).cast("q")
+    offsets[1] = 3
+    with pytest.raises(ValueError, match="inside a code point"):
+        N._compiled.canonical(b"a\xe2\x80", offsets, bitmap)
+    offsets[1] = 9
+    with pytest.raises(ValueError, match="outside the data buffer"):
+        N._compiled.canonical(b"abc", offsets, bitmap)
+    with pytest.raises(ValueError, match="int64"):
+        N._compiled.canonical(b"abc", b"\x00" * 12, bitmap)
+    with pytest.raises(ValueError, match="bitmap"):
+        N._compiled.canonical(b"abc", bytes(16), bitmap[:-1])
+
+
+def strings(value) -> list[str]:
+    """Every string in a decoded JSON value, a JSON string's own content included."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings(v)]
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            return [value]
+        return [value, *strings(inner)] if isinstance(inner, dict | list) else [value]
+    return []
+
+
+@compiled
+def test_compiled_equals_general_on_the_recorded_framework_prompts():
+    # prompts, chunks and answers as LlamaIndex, LangChain, the Anthropic SDK and vLLM templates rendered and logged
+    # them (scripts/render_fixtures.py), and the messages inside the prompts logged as JSON
+    texts = [
+        s
+        for path in sorted(FRAMEWORKS.glob("*.jsonl"))
+        for line in path.open(encoding="utf-8")
+        for s in strings(json.loads(line))
+    ]
+    assert sum(len(t) for t in texts) > 100_000
+    fast, general = both(texts)
+    assert fast == general
