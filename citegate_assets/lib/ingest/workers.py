@@ -329,18 +329,31 @@ PARSE_PROCESS_ENVIRONMENT = {
 }
 
 
+# what `import polars` writes into _RJEM_MALLOC_CONF when nothing else was asked (polars/__init__.py): a worker
+# inherits it, so it counts as unset here, or the workers would run on polars' decay times rather than ours
+POLARS_OWN_JEMALLOC_CONF = "dirty_decay_ms:500,muzzy_decay_ms:1000"
+
+
+def _unset(name: str) -> bool:
+    value = os.environ.get(name)
+    return value is None or (name == "_RJEM_MALLOC_CONF" and value == POLARS_OWN_JEMALLOC_CONF)
+
+
 @contextmanager
 def parse_process_environment() -> Iterator[None]:
     """PARSE_PROCESS_ENVIRONMENT for a process spawned in the block (a spawned process takes the environment as it is
-    when it starts); the ingest process's own is as it was afterwards."""
-    added = [name for name in PARSE_PROCESS_ENVIRONMENT if name not in os.environ]
-    for name in added:
+    when it starts), but for what the user set; the ingest process's own is as it was afterwards."""
+    before = {name: os.environ.get(name) for name in PARSE_PROCESS_ENVIRONMENT if _unset(name)}
+    for name in before:
         os.environ[name] = PARSE_PROCESS_ENVIRONMENT[name]
     try:
         yield
     finally:
-        for name in added:
-            os.environ.pop(name, None)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
