@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 try:  # compiled at install when a C compiler is there (pyproject.toml ext-modules); the polars path otherwise
-    from citegate_assets.lib.ingest import _canonical as _compiled
+    import citegate_assets.lib.ingest._canonical as _compiled
 except ImportError:  # pragma: no cover - where no compiler built it
     _compiled = None  # type: ignore[assignment]
 
