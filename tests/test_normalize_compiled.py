@@ -94,6 +94,8 @@ def test_malformed_buffers_are_refused_by_name():
     offsets[1] = 3
     with pytest.raises(ValueError, match="inside a code point"):
         N._compiled.canonical(b"a\xe2\x80", offsets, bitmap)
+    with pytest.raises(ValueError, match="past U\\+10FFFF"):
+        N._compiled.canonical(b"\xf7\xbf\xbf\xbf", memoryview(bytes(8) + (4).to_bytes(8, "little")).cast("q"), bitmap)
     offsets[1] = 9
     with pytest.raises(ValueError, match="outside the data buffer"):
         N._compiled.canonical(b"abc", offsets, bitmap)

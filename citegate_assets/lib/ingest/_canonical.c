@@ -74,9 +74,10 @@ static uint32_t decode(const unsigned char *s, int *len) {
            (s[3] & 0x3F);
 }
 
-/* One row: writes its canonical text at out and returns its length, -1 if it holds a suspect code point, -2 if a
- * code point runs past its end. Branch-free on ASCII: every whitespace byte is written as a space and kept only when
- * the byte before it was not one (or when it is not at the start), so a run becomes one space. */
+/* One row: writes its canonical text at out and returns its length, -1 if it holds a suspect code point, -2 if it
+ * is not UTF-8 (a code point past its end or past U+10FFFF). Branch-free on ASCII: every whitespace byte is written
+ * as a space and kept only when the byte before it was not one (or when it is not at the start), so a run becomes
+ * one space. */
 static Py_ssize_t canonical_row(const unsigned char *s, Py_ssize_t n, unsigned char *out, const unsigned char *bitmap) {
     Py_ssize_t i = 0, w = 0;
     int after_space = 1; /* the last byte written is a space, or none is written yet: leading whitespace is trimmed */
@@ -91,9 +92,11 @@ static Py_ssize_t canonical_row(const unsigned char *s, Py_ssize_t n, unsigned c
             i++;
             continue;
         }
-        int len;
+        int len = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+        if (i + len > n) /* checked before decoding: never read past the row */
+            return -2;
         uint32_t cp = decode(s + i, &len);
-        if (i + len > n)
+        if (cp > 0x10FFFF) /* not UTF-8, and past the bitmap */
             return -2;
         i += len;
         if (is_suspect(bitmap, cp))
@@ -183,7 +186,9 @@ static PyObject *canonical(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_END_ALLOW_THREADS
     if (bad) {
         PyMem_Free(is_suspect_row);
-        PyErr_SetString(PyExc_ValueError, bad == 1 ? "offsets not increasing" : "a row ends inside a code point");
+        PyErr_SetString(PyExc_ValueError, bad == 1 ? "offsets not increasing"
+                                                   : "a row is not UTF-8: it ends inside a code point or holds one "
+                                                     "past U+10FFFF");
         goto done;
     }
     for (Py_ssize_t r = 0; r < rows; r++) {

@@ -74,7 +74,7 @@ class Lease:
         self.owner, self.region, self.shipped = owner, region, shipped
 
     def release(self) -> None:
-        self.owner._free.append(self.region)
+        self.owner.give_back(self.region)
 
     def refused(self) -> None:
         """The worker could not map the region: no later batch is sent through one."""
@@ -109,6 +109,10 @@ class SharedLines:
         else:
             self._free.remove(region)
         return Lease(self, region, region.fill(raws))
+
+    def give_back(self, region: LineRegion) -> None:
+        """A lent region is free again: its batch is parsed."""
+        self._free.append(region)
 
     def _discard(self, region: LineRegion) -> None:
         self._free.remove(region)
