@@ -21,12 +21,11 @@ _ID_WINDOW_CHARS = 200
 # The lookahead names the first characters of the alternatives: re then skips every other start at once (~2.5x
 # faster a search); tests/test_locate.py holds it equal to the pattern without it.
 POSITION_HINT_FIRST = r"(?=[sdcpr\[i])"
-_POSITION_HINT = re.compile(
-    POSITION_HINT_FIRST
-    + r"(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*(\d{1,4})\b[^\w]{0,3}"
-    r"|\[(\d{1,4})\]|index\s*=\s*[\"']?(\d{1,4})\b[^<>]*>(?:[^<>]{0,80}<[^<>]{0,40}>){0,3}[^<>]{0,10})\s*$",
-    re.IGNORECASE,
+_POSITION_HINT_ALTERNATIVES = (
+    r"(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*(\d{1,4})\b[^\w]{0,3}"
+    r"|\[(\d{1,4})\]|index\s*=\s*[\"']?(\d{1,4})\b[^<>]*>(?:[^<>]{0,80}<[^<>]{0,40}>){0,3}[^<>]{0,10})\s*$"
 )
+_POSITION_HINT = re.compile(POSITION_HINT_FIRST + _POSITION_HINT_ALTERNATIVES, re.IGNORECASE)
 _POSITIONAL_ID = re.compile(
     r"^\[?\s*(?:(?:source|document|doc|chunk|passage|context|reference|ref)\s*#?\s*)?(\d{1,4})\s*\]?:?$", re.IGNORECASE
 )
