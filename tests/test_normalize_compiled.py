@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -9,8 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.stages import INGEST_TABLES_CLOCK_FREE
+from citegate_assets.lib.config import parse_config
 from citegate_assets.lib.ingest import normalize as N
 from citegate_assets.lib.ingest.normalize_plain import FOLD_FROM, WHITESPACE
+from citegate_assets.lib.ingest.stream import ingest_landing
+from citegate_assets.lib.loggen import generate_logs
+from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
 FRAMEWORKS = Path(__file__).parent / "fixtures" / "frameworks"
 compiled = pytest.mark.skipif(N._compiled is None, reason="no C compiler built lib/ingest/_canonical.c")
@@ -133,3 +140,30 @@ def test_compiled_equals_general_on_the_recorded_framework_prompts():
     assert sum(len(t) for t in texts) > 100_000
     fast, general = both(texts)
     assert fast == general
+
+
+def test_an_ingest_on_the_polars_path_writes_the_tables_of_the_compiled_one(tmp_path, monkeypatch):
+    """What a machine without a C compiler runs: every ingest table equal, row for row, to the compiled pass's, on
+    generated days with every malformed kind and on every recorded framework fixture."""
+    landing = tmp_path / "landing"
+    generate_logs(landing, days=2, requests_per_day=30, seed=11, malformed=True, start_date="2026-11-02")
+    for fixture in FRAMEWORKS.glob("*.jsonl"):
+        if fixture.name != "truth.jsonl":
+            shutil.copy(fixture, landing / fixture.name)
+
+    def tables(warehouse: Path) -> dict[str, list]:
+        with connect(warehouse) as con:
+            ensure_schema(con)
+            # one process (workers 1): the patched module is the one that parses
+            ingest_landing(con, landing, parse_config({}, None), now=NOW, final=True, workers=1)
+            return {t: sorted(con.sql(f"select {c} from {t}").fetchall(), key=repr) for t, c in TABLES.items()}
+
+    compiled = tables(tmp_path / "compiled.duckdb")
+    monkeypatch.setattr(N, "_compiled", None)
+    general = tables(tmp_path / "general.duckdb")
+    assert len(compiled["prompts"]) > 60 and compiled["ingest_rejects"]
+    assert compiled == general
+
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+TABLES = {**INGEST_TABLES_CLOCK_FREE, "ingested_files": "* exclude (first_seen_at, finished_at, landing)"}
