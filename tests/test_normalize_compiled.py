@@ -82,34 +82,50 @@ def test_known_cases():
     assert fast == general == [*cases.values(), None]
 
 
+def canonical(data: bytes, offsets: list[int], bitmap: bytes | None = None) -> tuple[list[str], list[int]]:
+    """The compiled pass on plain buffers: each row's text out, and the suspect rows."""
+    out_data, out_offsets = bytearray(len(data)), bytearray(8 * len(offsets))
+    written, suspect_rows = N._compiled.canonical(
+        data, _int64(offsets), bitmap or N._suspect_bitmap(), out_data, out_offsets
+    )
+    ends = memoryview(out_offsets).cast("q").tolist()
+    assert ends[-1] == written
+    return [bytes(out_data[a:b]).decode() for a, b in zip(ends, ends[1:])], suspect_rows
+
+
+def _int64(values: list[int]) -> bytes:
+    return b"".join(v.to_bytes(8, "little", signed=True) for v in values)
+
+
 @compiled
 def test_rows_nfc_may_change_are_listed_and_left_as_they_are():
-    series = pl.Series(["plain \u2014 text", "e\u0301", "ok", "\u1100\u1161"], dtype=pl.String)
-    column = series.to_arrow(compat_level=pl.CompatLevel.oldest())
-    _, offsets, data = column.buffers()
-    out, out_offsets, suspect_rows = N._compiled.canonical(data, offsets, N._suspect_bitmap())
-    assert suspect_rows == [1, 3]
-    ends = memoryview(out_offsets).cast("q").tolist()
-    texts = [out[a:b].decode() for a, b in zip(ends, ends[1:])]
-    assert texts == ["plain - text", "e\u0301", "ok", "\u1100\u1161"]
+    texts = ["plain \u2014 text", "e\u0301", "ok", "\u1100\u1161"]
+    data = "".join(texts).encode()
+    ends = [0]
+    for t in texts:
+        ends.append(ends[-1] + len(t.encode()))
+    assert canonical(data, ends) == (["plain - text", "e\u0301", "ok", "\u1100\u1161"], [1, 3])
 
 
 @compiled
 def test_malformed_buffers_are_refused_by_name():
     bitmap = N._suspect_bitmap()
-    offsets = memoryview(bytearray(16)).cast("q")
-    offsets[1] = 3
     with pytest.raises(ValueError, match="inside a code point"):
-        N._compiled.canonical(b"a\xe2\x80", offsets, bitmap)
+        canonical(b"a\xe2\x80", [0, 3])
     with pytest.raises(ValueError, match="past U\\+10FFFF"):
-        N._compiled.canonical(b"\xf7\xbf\xbf\xbf", memoryview(bytes(8) + (4).to_bytes(8, "little")).cast("q"), bitmap)
-    offsets[1] = 9
+        canonical(b"\xf7\xbf\xbf\xbf", [0, 4])
     with pytest.raises(ValueError, match="outside the data buffer"):
-        N._compiled.canonical(b"abc", offsets, bitmap)
+        canonical(b"abc", [0, 9])
+    with pytest.raises(ValueError, match="not increasing"):
+        canonical(b"abcd", [0, 3, 2, 4])
     with pytest.raises(ValueError, match="int64"):
-        N._compiled.canonical(b"abc", b"\x00" * 12, bitmap)
+        N._compiled.canonical(b"abc", b"\x00" * 12, bitmap, bytearray(3), bytearray(16))
     with pytest.raises(ValueError, match="bitmap"):
-        N._compiled.canonical(b"abc", bytes(16), bitmap[:-1])
+        canonical(b"abc", [0, 3], bitmap[:-1])
+    with pytest.raises(ValueError, match="smaller than the input"):
+        N._compiled.canonical(b"abc", _int64([0, 3]), bitmap, bytearray(2), bytearray(16))
+    with pytest.raises(TypeError):  # a read-only output
+        N._compiled.canonical(b"abc", _int64([0, 3]), bitmap, bytes(3), bytearray(16))
 
 
 def strings(value) -> list[str]:

@@ -1,11 +1,13 @@
 /* N's steps 3-5 (look-alike folding, whitespace collapse, trim) on the UTF-8 text of an Arrow string column, in one
  * pass: the compiled form of lib/ingest/normalize.py's canonical step for rows NFC leaves as they are.
  *
- * canonical(data, offsets, suspects) -> (data, offsets, suspect_rows)
+ * canonical(data, offsets, suspects, out_data, out_offsets) -> (bytes written, suspect_rows)
  *   data: the column's UTF-8 bytes; offsets: its n + 1 int64 offsets into data (Arrow large_string buffers).
  *   suspects: a bitmap of 0x110000 bits, set for the code points NFC may change (normalize.nfc_suspect_class).
- *   Returns the canonical text of every row as new buffers of the same layout, and the rows that hold a suspect
- *   code point: their text is copied unchanged, for the caller to normalize with NFC on the general path.
+ *   out_data, out_offsets: writable buffers at least as large as data's used bytes and offsets (Arrow's own, so
+ *   no Python object ends up inside the column polars takes). The canonical text of every row is written there in
+ *   the same layout; the rows that hold a suspect code point are listed and copied unchanged, for the caller to
+ *   normalize with NFC on the general path.
  *
  * The tables below are normalize_plain.py's FOLD_FROM/FOLD_TO and WHITESPACE (Unicode White_Space);
  * tests/test_normalize_native.py holds this module equal to the general path on arbitrary text.
@@ -126,10 +128,11 @@ static Py_ssize_t canonical_row(const unsigned char *s, Py_ssize_t n, unsigned c
 }
 
 static PyObject *canonical(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer data, offsets, suspects;
-    if (!PyArg_ParseTuple(args, "y*y*y*", &data, &offsets, &suspects))
+    Py_buffer data, offsets, suspects, out_data, out_offsets;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*", &data, &offsets, &suspects, &out_data, &out_offsets))
         return NULL;
-    PyObject *result = NULL, *out_data = NULL, *out_offsets = NULL, *suspect_rows = NULL;
+    PyObject *result = NULL, *suspect_rows = NULL;
+    unsigned char *is_suspect_row = NULL;
     if (offsets.len % 8 != 0 || offsets.len < 8) {
         PyErr_SetString(PyExc_ValueError, "offsets: n + 1 int64 values expected");
         goto done;
@@ -148,18 +151,19 @@ static PyObject *canonical(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     /* canonical text is never longer than its input: every fold and collapse shortens or keeps it */
-    out_data = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(off[rows] - base));
-    out_offsets = PyBytes_FromStringAndSize(NULL, (rows + 1) * 8);
-    suspect_rows = PyList_New(0);
-    if (out_data == NULL || out_offsets == NULL || suspect_rows == NULL)
-        goto done;
-    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(out_data);
-    int64_t *out_off = (int64_t *)PyBytes_AS_STRING(out_offsets);
-    unsigned char *is_suspect_row = PyMem_Calloc((size_t)rows + 1, 1);
-    if (is_suspect_row == NULL) {
-        PyErr_NoMemory();
+    if (out_data.len < off[rows] - base || out_offsets.len < offsets.len) {
+        PyErr_SetString(PyExc_ValueError, "output buffers smaller than the input's");
         goto done;
     }
+    suspect_rows = PyList_New(0);
+    is_suspect_row = PyMem_Calloc((size_t)rows + 1, 1);
+    if (suspect_rows == NULL || is_suspect_row == NULL) {
+        if (is_suspect_row == NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *out = (unsigned char *)out_data.buf;
+    int64_t *out_off = (int64_t *)out_offsets.buf;
     int64_t w = 0;
     int bad = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -185,7 +189,6 @@ static PyObject *canonical(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     if (bad) {
-        PyMem_Free(is_suspect_row);
         PyErr_SetString(PyExc_ValueError, bad == 1 ? "offsets not increasing"
                                                    : "a row is not UTF-8: it ends inside a code point or holds one "
                                                      "past U+10FFFF");
@@ -197,29 +200,27 @@ static PyObject *canonical(PyObject *Py_UNUSED(self), PyObject *args) {
         PyObject *at = PyLong_FromSsize_t(r);
         if (at == NULL || PyList_Append(suspect_rows, at) < 0) {
             Py_XDECREF(at);
-            PyMem_Free(is_suspect_row);
             goto done;
         }
         Py_DECREF(at);
     }
-    PyMem_Free(is_suspect_row);
-    if (_PyBytes_Resize(&out_data, (Py_ssize_t)w) < 0)
-        goto done;
-    result = Py_BuildValue("(OOO)", out_data, out_offsets, suspect_rows);
+    result = Py_BuildValue("(LO)", (long long)w, suspect_rows);
 done:
-    Py_XDECREF(out_data);
-    Py_XDECREF(out_offsets);
+    PyMem_Free(is_suspect_row);
     Py_XDECREF(suspect_rows);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&suspects);
+    PyBuffer_Release(&out_data);
+    PyBuffer_Release(&out_offsets);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"canonical", canonical, METH_VARARGS,
-     "canonical(data, offsets, suspects) -> (data, offsets, suspect_rows): N's folding, whitespace collapse and trim "
-     "on Arrow large_string buffers; rows with a code point NFC may change are listed and left as they are."},
+     "canonical(data, offsets, suspects, out_data, out_offsets) -> (bytes written, suspect_rows): N's folding, "
+     "whitespace collapse and trim on Arrow large_string buffers, written into the output buffers; rows with a code "
+     "point NFC may change are listed and copied as they are."},
     {NULL, NULL, 0, NULL},
 };
 
