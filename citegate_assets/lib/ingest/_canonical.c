@@ -10,7 +10,7 @@
  *   normalize with NFC on the general path.
  *
  * The tables below are normalize_plain.py's FOLD_FROM/FOLD_TO and WHITESPACE (Unicode White_Space);
- * tests/test_normalize_native.py holds this module equal to the general path on arbitrary text.
+ * tests/test_normalize_compiled.py holds this module equal to the general path on arbitrary text.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,19 +60,13 @@ static int is_suspect(const unsigned char *bitmap, uint32_t cp) {
     return (bitmap[cp >> 3] >> (cp & 7)) & 1;
 }
 
-/* Decode the code point at s (a valid UTF-8 lead byte, as Arrow strings are); *len gets its byte length. */
-static uint32_t decode(const unsigned char *s, int *len) {
-    unsigned char b = s[0];
-    if (b < 0xE0) {
-        *len = 2;
-        return ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
-    }
-    if (b < 0xF0) {
-        *len = 3;
-        return ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-    }
-    *len = 4;
-    return ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+/* The code point at s, len bytes long (2, 3 or 4, from its lead byte). */
+static uint32_t decode(const unsigned char *s, int len) {
+    if (len == 2)
+        return ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+    if (len == 3)
+        return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+    return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
            (s[3] & 0x3F);
 }
 
@@ -90,14 +84,14 @@ static Py_ssize_t canonical_row(const unsigned char *s, Py_ssize_t n, unsigned c
             int space = cls == SPACE;
             out[w] = space ? ' ' : b;
             w += !(space & after_space);
-            after_space = space | (after_space & space);
+            after_space = space;
             i++;
             continue;
         }
         int len = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
         if (i + len > n) /* checked before decoding: never read past the row */
             return -2;
-        uint32_t cp = decode(s + i, &len);
+        uint32_t cp = decode(s + i, len);
         if (cp > 0x10FFFF) /* not UTF-8, and past the bitmap */
             return -2;
         i += len;
