@@ -77,7 +77,7 @@ def test_a_failed_write_leaves_no_text_file_and_a_killed_ingests_file_is_swept(t
     path = tmp_path / "w.duckdb"
     folder = tmp_path / "w.text"
 
-    def failing(cursor, relations, ledger, memory):
+    def failing(cursor, relations, ledger, memory, limit):
         raise duckdb.IOException("disk gone")
 
     monkeypatch.setattr(ingest_writer, "_write_batch_within", failing)
