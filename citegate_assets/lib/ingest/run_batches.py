@@ -402,7 +402,8 @@ class RunBatches:
         """The prompt log is immutable: a request id seen before is refused, and a different prompt under it is a
         conflict. Seen before = committed in the warehouse, or earlier in this run (possibly still being written)."""
         seen = self.run_seen
-        unknown = {claim.request_id for claim in claims if claim.request_id not in seen}  # not a set of the run's
+        # each id looked up in the run's dict (a set of every id the run had seen, built per batch, grew with the run)
+        unknown = {claim.request_id for claim in claims if claim.request_id not in seen}
         for rid, sha, source, text_removed in self.known.lookup(list(unknown)):
             seen[rid] = (sha, source, text_removed)
         kept: list[Claim] = []
