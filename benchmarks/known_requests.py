@@ -25,7 +25,7 @@ def measure(work: Path, rows: int) -> dict:
     import polars as pl
 
     from citegate_assets.lib.ingest.known_requests import KnownRequests
-    from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, bounded_memory
+    from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, ingest_settings
     from citegate_assets.lib.storage.warehouse import connect, ensure_schema
 
     work.mkdir(parents=True, exist_ok=True)
@@ -59,7 +59,7 @@ def measure(work: Path, rows: int) -> dict:
         known = KnownRequests(con)
         seconds = []
         found = 0
-        with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):  # as ingest runs it
+        with ingest_settings(con, INGEST_MEMORY_LIMIT_BYTES):  # as ingest runs it
             for batch in batches:
                 started = time.perf_counter()
                 found += len(known.lookup(batch))

@@ -4,7 +4,7 @@
 import json
 
 from citegate_assets.lib.ingest.stream import ingest_landing
-from citegate_assets.lib.ingest.writer import INGEST_CHECKPOINT_BYTES, INGEST_MEMORY_LIMIT_BYTES
+from citegate_assets.lib.ingest.writer import INGEST_CHECKPOINT_BYTES, INGEST_MEMORY_LIMIT_BYTES, INGEST_THREADS
 
 from .helpers import scenario_record, write_jsonl
 
@@ -19,30 +19,37 @@ def checkpoint_threshold(con) -> str:
     return threshold
 
 
+def threads(con) -> int:
+    [(count,)] = con.sql("select current_setting('threads')").fetchall()
+    return count
+
+
 def test_the_memory_bound_holds_during_ingest_and_is_put_back(con, landing, config):
-    """And the checkpoint threshold: raised while ingest appends (fewer rewrites of the tables' last row groups),
-    the database's own afterwards."""
+    """And the checkpoint threshold and DuckDB's threads: raised (fewer rewrites of the tables' last row groups) and
+    one while ingest appends, the database's own afterwards."""
     write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text", request_id=f"req-{i}") for i in range(5)])
+    con.execute("set threads = 3")
     before, threshold = memory_limit(con), checkpoint_threshold(con)
-    during: list[tuple[str, str]] = []
+    during: list[tuple[str, str, int]] = []
     summary = ingest_landing(
         con,
         landing,
         config,
         batch_lines=2,
-        progress=lambda *_: during.append((memory_limit(con), checkpoint_threshold(con))),
+        progress=lambda *_: during.append((memory_limit(con), checkpoint_threshold(con), threads(con))),
     )
     assert summary.records_ingested == 5
     assert during and set(during) == {
-        (f"{INGEST_MEMORY_LIMIT_BYTES / 2**20:.1f} MiB", f"{INGEST_CHECKPOINT_BYTES / 2**20:.1f} MiB")
+        (f"{INGEST_MEMORY_LIMIT_BYTES / 2**20:.1f} MiB", f"{INGEST_CHECKPOINT_BYTES / 2**20:.1f} MiB", INGEST_THREADS)
     }
     assert (memory_limit(con), checkpoint_threshold(con)) == (before, threshold) == (before, "16.0 MiB")
+    assert threads(con) == 3
     assert con.sql("select count(*) from prompts").fetchall() == [(5,)]
 
 
 def test_the_memory_bound_is_put_back_when_the_warehouse_cannot_be_written(con, landing, config):
     write_jsonl(landing / "a.jsonl", [scenario_record("plain-list", "text", request_id="req-1")])
-    before = memory_limit(con)
+    before, before_threads = memory_limit(con), threads(con)
     con.execute("drop table prompt_conflicts")  # the batch's insert fails inside the bounded block
     try:
         ingest_landing(con, landing, config)
@@ -50,7 +57,7 @@ def test_the_memory_bound_is_put_back_when_the_warehouse_cannot_be_written(con, 
         assert "prompt_conflicts" in str(exc)
     else:
         raise AssertionError("the insert into a dropped table did not fail")
-    assert memory_limit(con) == before and checkpoint_threshold(con) == "16.0 MiB"
+    assert (memory_limit(con), checkpoint_threshold(con), threads(con)) == (before, "16.0 MiB", before_threads)
 
 
 def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):

@@ -52,7 +52,7 @@ from citegate_assets.lib.ingest.stream import (
     INGEST_MEMORY_LIMIT_BYTES,
     IngestSummary,
     _Run,
-    bounded_memory,
+    ingest_settings,
 )
 from citegate_assets.lib.ingest.workers import (
     Claim,
@@ -238,7 +238,7 @@ def run_shard(task: ShardTask) -> IngestSummary:
         ensure_schema(con)
         text_folder = stage.text_folder(task.shard_run)
         run = _ShardRun(con, task, stage, text_folder)
-        with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):
+        with ingest_settings(con, INGEST_MEMORY_LIMIT_BYTES):
             try:
                 for entry in landing_entries(run.root):
                     if entry.name not in mine:

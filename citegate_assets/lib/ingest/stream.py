@@ -47,7 +47,7 @@ from citegate_assets.lib.ingest.ledger import DONE, FileTally, distinct_id, entr
 from citegate_assets.lib.ingest.run_batches import BATCH_LINES, IngestSummary, Progress, _File
 from citegate_assets.lib.ingest.settings import IngestSettings as Config
 from citegate_assets.lib.ingest.trace_reading import TraceReading
-from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, IngestWriteError, bounded_memory
+from citegate_assets.lib.ingest.writer import INGEST_MEMORY_LIMIT_BYTES, IngestWriteError, ingest_settings
 from citegate_assets.lib.storage.text_store import sweep
 
 __all__ = ["LOG_SUFFIXES", "IngestSummary", "IngestWriteError", "ingest_landing"]
@@ -73,7 +73,7 @@ def ingest_landing(
     """
     run = _Run(con, landing_root(landing), config, now or utc_now(), progress, batch_lines, final, workers)
     sweep(con)  # a killed ingest's text files: no row names them (ingest runs under the exclusive run lock)
-    with bounded_memory(con, INGEST_MEMORY_LIMIT_BYTES):  # around the writer too: it sets the limit per batch
+    with ingest_settings(con, INGEST_MEMORY_LIMIT_BYTES):  # around the writer too: it sets the limit per batch
         try:
             for entry in landing_entries(run.root):
                 run.summary.files_seen += 1

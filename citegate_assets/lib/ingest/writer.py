@@ -17,7 +17,7 @@ from citegate_assets.lib.storage.text_files import remove_files
 from citegate_assets.lib.storage.text_store import text_dir
 from citegate_assets.lib.storage.warehouse import run_script, transaction
 
-__all__ = ["INGEST_MEMORY_LIMIT_BYTES", "BatchWriter", "IngestWriteError", "bounded_memory"]
+__all__ = ["INGEST_MEMORY_LIMIT_BYTES", "BatchWriter", "IngestWriteError", "ingest_settings"]
 
 
 # DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
@@ -27,6 +27,9 @@ INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
 # anew (up to 122,880 rows: ~0.3 CPU-s for retrievals alone on a large warehouse). Ingest lets the WAL grow to this
 # much first: about one checkpoint per 40,000 requests of 15 KB (64 MiB: 6 CPU-s more per 100,000; peak RSS the same).
 INGEST_CHECKPOINT_BYTES = 256 * 1024 * 1024
+# DuckDB's threads for the batches' inserts and checkpoints: with the parse processes on every core, a second one only
+# split small tasks, ~0.4 CPU-s more per 20,000 requests of 15 KB for no speed (the run's wall time the same)
+INGEST_THREADS = 1
 LINE_MEMORY_FACTOR = 4  # a batch's limit grows by 4x its longest line: a 32 MiB line's raw_line needs ~2 pinned copies
 
 
@@ -170,19 +173,21 @@ def _write_batch_within(
 
 
 @contextmanager
-def bounded_memory(con: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
-    """The database's memory_limit lowered for the block (peak RSS flat as the files grow) and its checkpoint threshold
-    raised (INGEST_CHECKPOINT_BYTES), then both put back."""
-    [(prior, threshold)] = con.sql(
-        "select current_setting('memory_limit'), current_setting('checkpoint_threshold')"
+def ingest_settings(con: duckdb.DuckDBPyConnection, limit_bytes: int) -> Iterator[None]:
+    """DuckDB's settings while ingest appends, put back afterwards: the memory_limit lowered (peak RSS flat as the
+    files grow), the checkpoint threshold raised (INGEST_CHECKPOINT_BYTES) and one thread (INGEST_THREADS)."""
+    [(prior, threshold, threads)] = con.sql(
+        "select current_setting('memory_limit'), current_setting('checkpoint_threshold'), current_setting('threads')"
     ).fetchall()
     con.execute("set memory_limit = $1", [f"{int(limit_bytes)}B"])
     con.execute("set checkpoint_threshold = $1", [f"{INGEST_CHECKPOINT_BYTES}B"])
+    con.execute("set threads = $1", [INGEST_THREADS])
     try:
         yield
     finally:
         con.execute("set memory_limit = $1", [_restorable(prior)])
         con.execute("set checkpoint_threshold = $1", [_restorable(threshold)])
+        con.execute("set threads = $1", [threads])
 
 
 def _restorable(shown: str) -> str:
