@@ -276,7 +276,8 @@ class ParsePool:
 
     def _start(self) -> None:
         if self._pool is None and not self._broken and self.workers > 1:
-            self._pool = spawned_pool(self.workers)  # its workers exit with this process, however it dies
+            # its workers exit with this process, however it dies; and with the pool, without Python's finalization
+            self._pool = spawned_pool(self.workers, end_quickly=True)
             self.spawned = True
 
     def submit(self, lines: list[BatchLine], now: datetime, nbytes: int, store_once: bool) -> Parsed:
