@@ -550,7 +550,7 @@ def _keep_a_finalized_object(path: str) -> int:
 
 def test_a_parse_worker_ends_without_pythons_finalization_and_other_pools_keep_it(tmp_path):
     """A parse worker holds nothing to close (each batch's text file is whole when its task returns): with the pool, it
-    ends without collecting and tearing down every object (~0.12 CPU-s each). A day run's process keeps the
+    ends without collecting and tearing down every object (~0.05 CPU-s each). A day run's process keeps the
     interpreter's own finalization (its DuckDB connection is closed there)."""
     from citegate_assets.lib.core.processes import spawned_pool
 

@@ -84,7 +84,8 @@ def _start_worker(parent_pid: int, death_signal: bool, end_quickly: bool) -> Non
 
 def end_now() -> None:
     """The process ends here, its output flushed: the collection of every object and the teardown of every module
-    cost a parse worker ~0.12 CPU-s for nothing it needs."""
+    cost a parse worker ~0.05 CPU-s for nothing it needs (2 workers after 4 batches: 0.18-0.24 CPU-s from the pool's
+    shutdown to their end, 0.08-0.09 without; what is left is the kernel's unmapping)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
