@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import re
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -566,3 +567,25 @@ def test_a_parse_worker_ends_without_pythons_finalization_and_other_pools_keep_i
     assert parse_worker != os.getpid() and other_worker != os.getpid()
     assert (tmp_path / "parse-worker").read_bytes() == b""
     assert (tmp_path / "other-worker").read_bytes() == b"finalized"
+
+
+def _sigterm_disposition() -> str:
+    return signal.getsignal(signal.SIGTERM).name
+
+
+def test_a_pool_worker_can_be_ended_by_sigterm_whatever_its_parent_ignores(tmp_path):
+    """A process started with SIGINT ignored (a background job) that ran Dagster in process has SIGTERM ignored
+    (Dagster maps it to SIGINT's handler); a broken pool's shutdown ends its workers with SIGTERM and waited forever
+    for one that inherited that."""
+    from citegate_assets.lib.core.processes import spawned_pool
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with spawned_pool(1) as pool:
+            assert pool.submit(_sigterm_disposition).result() == "SIG_DFL"
+            [worker] = pool._processes.values()
+            worker.terminate()
+            worker.join(timeout=30)
+            assert worker.exitcode == -signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -330,6 +330,10 @@ def test_two_writers_at_once_lose_nothing_and_duplicate_nothing(warehouse, tmp_p
     ]
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.map(publish_in_process, jobs)
+        # its workers end on their own: leaving the block terminates them with SIGTERM, which a test process that ran
+        # Dagster in process may have left ignored (Dagster maps SIGTERM to SIGINT's handler)
+        pool.close()
+        pool.join()
 
     table = DeltaTable(lake / "citations")
     assert table.version() >= first + 2  # both writers committed

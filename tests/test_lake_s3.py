@@ -209,6 +209,8 @@ def test_two_writers_committing_at_once_lose_nothing_and_duplicate_nothing(night
         ]
         with spawn.Pool(2) as pool:
             results = pool.map(publish_in_process, jobs, chunksize=1)
+            pool.close()  # the workers end on their own, not by SIGTERM (tests/test_lake.py says why)
+            pool.join()
 
     assert all(result["prompts"] for result in results)
     commits = Counter(r.status for r in received if r.method == "PUT" and "/citations/_delta_log/0" in r.target)

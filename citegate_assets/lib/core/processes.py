@@ -106,6 +106,10 @@ def exit_with_parent(parent_pid: int, death_signal: bool) -> None:
             pass
     if os.getppid() != parent_pid:  # the parent died before the signal was asked for
         os._exit(1)
+    # its pool ends it with SIGTERM (a broken pool's shutdown): a process started with SIGINT ignored (a background
+    # job) that ran Dagster in process has SIGTERM ignored too (Dagster maps SIGTERM to SIGINT's handler), and a
+    # worker inheriting that could not be ended, so the shutdown waited for it forever
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent = multiprocessing.parent_process()
     sentinel = parent.sentinel if parent is not None else None
     threading.Thread(target=_watch, args=(parent_pid, sentinel), name="citegate-worker-watch", daemon=True).start()
