@@ -82,50 +82,69 @@ def test_known_cases():
     assert fast == general == [*cases.values(), None]
 
 
-def canonical(data: bytes, offsets: list[int], bitmap: bytes | None = None) -> tuple[list[str], list[int]]:
-    """The compiled pass on plain buffers: each row's text out, and the suspect rows."""
-    out_data, out_offsets = bytearray(len(data)), bytearray(8 * len(offsets))
-    written, suspect_rows = N._compiled.canonical(
-        data, _int64(offsets), bitmap or N._suspect_bitmap(), out_data, out_offsets
+def canonical(stream_owner, bitmap: bytes | None = None) -> tuple[list[str | None], list[int]]:
+    """The compiled pass on a column given as an Arrow C stream (polars' or pyarrow's): each row's text, taken back
+    by polars through the Column's capsules, and the suspect rows."""
+    column, suspect_rows = N._compiled.canonical_column(
+        stream_owner.__arrow_c_stream__(), bitmap or N._suspect_bitmap()
     )
-    ends = memoryview(out_offsets).cast("q").tolist()
-    assert ends[-1] == written
-    return [bytes(out_data[a:b]).decode() for a, b in zip(ends, ends[1:])], suspect_rows
+    return pl.Series(column).to_list(), suspect_rows
 
 
-def _int64(values: list[int]) -> bytes:
-    return b"".join(v.to_bytes(8, "little", signed=True) for v in values)
+def raw_column(data: bytes, ends: list[int]):
+    """A large_string column holding these bytes whatever they are (pyarrow does not check them here)."""
+    pa = pytest.importorskip("pyarrow")
+    offsets = pa.py_buffer(b"".join(v.to_bytes(8, "little", signed=True) for v in ends))
+    return pa.chunked_array([pa.LargeStringArray.from_buffers(len(ends) - 1, offsets, pa.py_buffer(data))])
 
 
 @compiled
 def test_rows_nfc_may_change_are_listed_and_left_as_they_are():
     texts = ["plain \u2014 text", "e\u0301", "ok", "\u1100\u1161"]
-    data = "".join(texts).encode()
-    ends = [0]
-    for t in texts:
-        ends.append(ends[-1] + len(t.encode()))
-    assert canonical(data, ends) == (["plain - text", "e\u0301", "ok", "\u1100\u1161"], [1, 3])
+    assert canonical(pl.Series(texts)) == (["plain - text", "e\u0301", "ok", "\u1100\u1161"], [1, 3])
 
 
 @compiled
-def test_malformed_buffers_are_refused_by_name():
+def test_every_layout_of_a_string_column_is_read():
+    pa = pytest.importorskip("pyarrow")
+    texts = [" a\u00a0 b ", None, "x" * 40 + "\u201cy\u201d", "", None, "\u00e9 \t z"]  # none NFC may change
+    expected = N._canonical_general(pl.Series(texts)).to_list()
+    # polars' own export: string views (short rows inline, long ones in data buffers), sliced, in several chunks
+    many = pl.concat([pl.Series(texts), pl.Series(texts)[1:]], rechunk=False)
+    assert many.n_chunks() == 2
+    assert canonical(many)[0] == N._canonical_general(many).to_list()
+    assert canonical(pl.Series(texts)[2:])[0] == expected[2:]
+    for kind in (pa.string(), pa.large_string(), pa.string_view()):
+        column = pa.chunked_array([pa.array(texts, type=kind), pa.array(texts, type=kind).slice(1)])
+        assert canonical(column)[0] == expected + expected[1:], kind
+    assert canonical(pl.Series([], dtype=pl.String)) == ([], [])
+    assert canonical(pl.Series([None, None], dtype=pl.String)) == ([None, None], [])
+
+
+@compiled
+def test_malformed_columns_are_refused_by_name():
     bitmap = N._suspect_bitmap()
     with pytest.raises(ValueError, match="inside a code point"):
-        canonical(b"a\xe2\x80", [0, 3])
+        canonical(raw_column(b"a\xe2\x80", [0, 3]))
     with pytest.raises(ValueError, match="past U\\+10FFFF"):
-        canonical(b"\xf7\xbf\xbf\xbf", [0, 4])
-    with pytest.raises(ValueError, match="outside the data buffer"):
-        canonical(b"abc", [0, 9])
-    with pytest.raises(ValueError, match="not increasing"):
-        canonical(b"abcd", [0, 3, 2, 4])
-    with pytest.raises(ValueError, match="int64"):
-        N._compiled.canonical(b"abc", b"\x00" * 12, bitmap, bytearray(3), bytearray(16))
+        canonical(raw_column(b"\xf7\xbf\xbf\xbf", [0, 4]))
+    with pytest.raises(ValueError, match="a string column expected, not Arrow format l"):
+        canonical(pl.Series([1, 2]))
     with pytest.raises(ValueError, match="bitmap"):
-        canonical(b"abc", [0, 3], bitmap[:-1])
-    with pytest.raises(ValueError, match="smaller than the input"):
-        N._compiled.canonical(b"abc", _int64([0, 3]), bitmap, bytearray(2), bytearray(16))
-    with pytest.raises(TypeError):  # a read-only output
-        N._compiled.canonical(b"abc", _int64([0, 3]), bitmap, bytes(3), bytearray(16))
+        canonical(pl.Series(["abc"]), bitmap[:-1])
+    with pytest.raises(TypeError, match="arrow_array_stream"):  # not a stream capsule
+        N._compiled.canonical_column(object(), bitmap)
+
+
+@compiled
+def test_a_column_is_taken_once():
+    column, _ = N._compiled.canonical_column(pl.Series(["a  b"]).__arrow_c_stream__(), N._suspect_bitmap())
+    assert pl.Series(column).to_list() == ["a b"]
+    with pytest.raises(ValueError, match="already taken"):
+        column.__arrow_c_array__()
+    # a column never taken frees its buffers with itself
+    untaken, _ = N._compiled.canonical_column(pl.Series(["x" * 100]).__arrow_c_stream__(), N._suspect_bitmap())
+    del untaken
 
 
 def strings(value) -> list[str]:

@@ -1,6 +1,9 @@
 # The compiled module lib/ingest/_canonical.c (built at install when a C compiler is there).
-from typing_extensions import Buffer
+from typing import Any
 
-def canonical(
-    data: Buffer, offsets: Buffer, suspects: Buffer, out_data: Buffer, out_offsets: Buffer
-) -> tuple[int, list[int]]: ...
+class Column:
+    """A canonical text column, taken once by polars through the Arrow PyCapsule interface."""
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[Any, Any]: ...
+
+def canonical_column(stream: object, suspects: bytes) -> tuple[Column, list[int]]: ...

@@ -42,7 +42,7 @@ from citegate_assets.lib.ingest.prompt_sections import (
     _sections,
 )
 from citegate_assets.lib.ingest.records import Record, Reject
-from citegate_assets.lib.ingest.retrievals import RETRIEVAL_COLUMNS, _raw_span, _retrievals
+from citegate_assets.lib.ingest.retrievals import RETRIEVAL_COLUMNS, TextForms, _raw_span, _retrievals
 from citegate_assets.lib.ingest.settings import IngestSettings as Config
 
 Refused = tuple[int, Record, Reject]  # (key, record, why): a valid record the batch could not take
@@ -109,7 +109,7 @@ def build_frames(
     piece_rows: list[tuple] = []
     retrieval_rows: list[tuple] = []
     chunk_texts: dict[str, str] = {}
-    escaped: dict[str, tuple[str, ...]] = {}  # _raw_span: the JSON forms of each distinct text
+    known_texts: dict[str, TextForms] = {}  # _raw_span: what it needs of each distinct text
     citation_rows: list[tuple] = []
     answer_reject_rows: list[tuple] = []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
@@ -152,7 +152,7 @@ def build_frames(
                 template,
                 rec.prompt_encoding,
                 rec.prompt,
-                rec.prompt_sha256,
+                None,  # prompt_sha256, once the prompt column holds the prompts
                 status,
                 profile.chunk_ref if profile else None,
                 rec.answer,
@@ -180,7 +180,7 @@ def build_frames(
                     unescape,
                     r.get("text_source"),
                     *_raw_span(
-                        rec.prompt, text, newline, ascii_prompt, escaped
+                        rec.prompt, text, newline, ascii_prompt, known_texts
                     ),  # in characters, as DuckDB's substr counts
                 )
             )
@@ -222,6 +222,10 @@ def build_frames(
                 )
 
     prompts = _frame(prompt_rows, PROMPT_SCHEMA)
+    # each prompt's UTF-8 is kept on its string by the column just built: the hash encodes it by copying
+    prompts = prompts.with_columns(
+        prompt_sha256=pl.Series([rec.prompt_sha256 for _, rec in items], dtype=pl.String)
+    )
     normalized = _normalized_pieces(piece_rows)
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(normalized)

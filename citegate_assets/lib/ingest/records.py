@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta, timezone
 
 import msgspec
@@ -54,9 +54,17 @@ class Record:
     citations: list[dict] | None  # None when the answer is rejected; empty: the answer's markers are read
     answer_reject: Reject | None
     citations_value: object  # the citations field as logged: a string, or what its JSON held
-    prompt_sha256: str
     prompt_reconstructed: bool = False  # an adapter rebuilt the prompt from captured messages (not the bytes sent)
     retrieved_left_out: str | None = None  # JSON [{chunk_id, why}]: chunks a tracer named but gave no text for
+    _prompt_sha256: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def prompt_sha256(self) -> str:
+        """sha256 of the prompt's UTF-8, worked out when first asked: once polars holds the prompt, the string
+        keeps its UTF-8 and encoding it is a copy (a non-Latin-1 prompt's encoding otherwise costs as much again)."""
+        if self._prompt_sha256 is None:
+            self._prompt_sha256 = hashlib.sha256(self.prompt.encode("utf-8", "surrogatepass")).hexdigest()
+        return self._prompt_sha256
 
     @property
     def day(self) -> date:
@@ -246,7 +254,6 @@ def _parse_record(obj: dict, now: datetime) -> Record | Reject:
         citations=None if isinstance(citations, Reject) else citations,
         answer_reject=citations if isinstance(citations, Reject) else None,
         citations_value=raw_citations,
-        prompt_sha256=hashlib.sha256(obj["prompt"].encode("utf-8", "surrogatepass")).hexdigest(),
         prompt_reconstructed=bool(reconstructed),
         retrieved_left_out=left_out,
     )

@@ -4,6 +4,7 @@ there rather than a second copy (retrievals_stored_once; docs/warehouse.md, "ret
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import polars as pl
 
@@ -84,6 +85,20 @@ def stored_twice(frames: Frames) -> pl.DataFrame:
 NOWHERE = (None, None, None)
 
 
+class TextForms(NamedTuple):
+    """What _raw_span needs of one distinct chunk text, worked out once a batch (a chunk many requests retrieved is
+    scanned once: `"\\x00" in text` alone is a character loop on a non-Latin-1 text)."""
+
+    storable: bool  # not empty and no NUL (json_extract_string would not give a NUL back)
+    newline: bool
+    ascii: bool
+    json: tuple[str, ...]  # its JSON string bodies that differ from it (_json_forms)
+
+
+def text_forms(text: str) -> TextForms:
+    return TextForms(bool(text) and "\x00" not in text, "\n" in text, text.isascii(), _json_forms(text))
+
+
 def _json_forms(text: str) -> tuple[str, ...]:
     """The text as the body of a JSON string, as json.dumps writes it without and with ensure_ascii (they differ on
     non-ASCII text and on DEL, which only the latter escapes; the SDKs' HTTP clients write the first), each form
@@ -97,23 +112,23 @@ def _json_forms(text: str) -> tuple[str, ...]:
 
 
 def _raw_span(
-    prompt: str, text: str, newline: bool, ascii_prompt: bool, escaped: dict[str, tuple[str, ...]]
+    prompt: str, text: str, newline: bool, ascii_prompt: bool, known: dict[str, TextForms]
 ) -> tuple[int | None, int | None, str | None]:
     """(raw_start, raw_end, raw_encoding): where text stands in the prompt as logged, verbatim (encoding None) or
     as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
     breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
-    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). escaped: the batch's
-    JSON forms of each distinct text (a chunk many requests retrieved is escaped once)."""
-    if not text or "\x00" in text:  # a NUL: json_extract_string would not give it back
+    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). known: the batch's
+    TextForms of each distinct text."""
+    forms = known.get(text)
+    if forms is None:
+        forms = known[text] = text_forms(text)
+    if not forms.storable:
         return NOWHERE
-    if (newline or "\n" not in text) and (not ascii_prompt or text.isascii()):
+    if (newline or not forms.newline) and (not ascii_prompt or forms.ascii):
         at = find_text(prompt, text)
         if at >= 0:
             return at, at + len(text), None
-    forms = escaped.get(text)
-    if forms is None:
-        forms = escaped[text] = _json_forms(text)
-    for body in forms:
+    for body in forms.json:
         if ascii_prompt and not body.isascii():
             continue
         at = find_text(prompt, body)

@@ -172,20 +172,18 @@ def _parse_batch(lines: list[BatchLine], config: Config, now: datetime, store_on
     # decode first: a record whose prompt cannot be read must not claim its request id
     decoded, undecodable = decode_prompts(items)
     rejects.extend(reject_row(key, why, valid_line_text(line_of[key]), rec) for key, rec, why in undecodable)
-    claims: list[Claim] = []
+    decodable = [(key, rec) for key, rec in items if key in decoded]
     firsts: list[tuple[int, Record]] = []
     seen: set[str] = set()
-    for key, rec in items:
-        if key not in decoded:
-            continue
-        claims.append(Claim(key, rec.request_id, rec.prompt_sha256, rec.day))
+    for key, rec in decodable:
         if rec.request_id not in seen:  # a later copy in the batch is refused whatever the ledger says
             seen.add(rec.request_id)
             firsts.append((key, rec))
     frames, broken = build_frames_isolating_failures(firsts, config, origin, now, decoded)
     return ParsedBatch(
         rejects=rejects,
-        claims=claims,
+        # after the frames: the prompts' hashes then encode what their column kept (Record.prompt_sha256)
+        claims=[Claim(key, rec.request_id, rec.prompt_sha256, rec.day) for key, rec in decodable],
         broken=[reject_row(key, why, valid_line_text(line_of[key]), rec) for key, rec, why in broken],
         relations={
             "batch_prompts": frames.prompts,
