@@ -278,10 +278,11 @@ _LOGGED_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_cha
 
 
 @FAST
-@given(_LOGGED_TEXT, st.booleans(), st.text(max_size=5), st.booleans())
-@example('line one\nsaid "two" \\ three\u2028 \U0001f600 caf\u00e9', True, "é", True)
-@example("tab\there </script> & \x1f\x7f", False, "", True)
-def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure_ascii, other, pretty):
+@given(_LOGGED_TEXT, st.booleans(), st.text(max_size=5), st.booleans(), st.integers(0, 10_000))
+@example('line one\nsaid "two" \\ three\u2028 \U0001f600 caf\u00e9', True, "é", True, 0)
+@example("tab\there </script> & \x1f\x7f", False, "", True, 0)
+@example("tab\there </script> & \x1f\x7f", False, "", True, 9_999)  # sought past the end first, then before
+def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure_ascii, other, pretty, after):
     import json
 
     import duckdb
@@ -294,7 +295,9 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
         ensure_ascii=ensure_ascii,
         indent=2 if pretty else None,
     )
-    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {})
+    # after: where the request's previous chunk ended, anywhere in the prompt or past it
+    after %= len(prompt) + 2
+    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}, after)
     assert start is not None and end is not None
     piece = prompt[start:end]
     if encoding is None:
@@ -309,12 +312,12 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
 
 
 @FAST
-@given(_LOGGED_TEXT, _LOGGED_TEXT)
-def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt):
+@given(_LOGGED_TEXT, _LOGGED_TEXT, st.integers(0, 100))
+def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt, after):
     import json
 
     from citegate_assets.lib.ingest.retrievals import NOWHERE, _raw_span
 
     forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
     if not any(form in prompt for form in forms):
-        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}) == NOWHERE
+        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}, after) == NOWHERE

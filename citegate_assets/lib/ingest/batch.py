@@ -164,9 +164,12 @@ def build_frames(
             )
         )
         newline, ascii_prompt = "\n" in rec.prompt, rec.prompt.isascii()
+        after = 0  # where the previous chunk's raw span ends: the next one is sought from there first
         for position, r in enumerate(rec.retrieved):
             # one object per distinct text: polars then encodes a chunk that many requests retrieved once
             text = chunk_texts.setdefault(r["text"], r["text"])
+            span = _raw_span(rec.prompt, text, newline, ascii_prompt, known_texts, after)  # in characters, as substr
+            after = span[1] if span[1] is not None else after
             retrieval_rows.append(
                 (
                     rid,
@@ -179,9 +182,7 @@ def build_frames(
                     text,
                     unescape,
                     r.get("text_source"),
-                    *_raw_span(
-                        rec.prompt, text, newline, ascii_prompt, known_texts
-                    ),  # in characters, as DuckDB's substr counts
+                    *span,
                 )
             )
         if status == PROFILE_UNKNOWN:
@@ -223,9 +224,7 @@ def build_frames(
 
     prompts = _frame(prompt_rows, PROMPT_SCHEMA)
     # each prompt's UTF-8 is kept on its string by the column just built: the hash encodes it by copying
-    prompts = prompts.with_columns(
-        prompt_sha256=pl.Series([rec.prompt_sha256 for _, rec in items], dtype=pl.String)
-    )
+    prompts = prompts.with_columns(prompt_sha256=pl.Series([rec.prompt_sha256 for _, rec in items], dtype=pl.String))
     normalized = _normalized_pieces(piece_rows)
     retrievals = _retrievals(retrieval_rows)
     joined = _joined(normalized)

@@ -112,29 +112,38 @@ def _json_forms(text: str) -> tuple[str, ...]:
 
 
 def _raw_span(
-    prompt: str, text: str, newline: bool, ascii_prompt: bool, known: dict[str, TextForms]
+    prompt: str, text: str, newline: bool, ascii_prompt: bool, known: dict[str, TextForms], after: int = 0
 ) -> tuple[int | None, int | None, str | None]:
-    """(raw_start, raw_end, raw_encoding): where text stands in the prompt as logged, verbatim (encoding None) or
-    as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
+    """(raw_start, raw_end, raw_encoding): a place where text stands in the prompt as logged, verbatim (encoding None)
+    or as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
     breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
     on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). known: the batch's
-    TextForms of each distinct text."""
+    TextForms of each distinct text. after: where the request's previous chunk was found (its end), sought from
+    first: chunks mostly stand in retrieved order, and the span only has to hold the text, not be its first place."""
     forms = known.get(text)
     if forms is None:
         forms = known[text] = text_forms(text)
     if not forms.storable:
         return NOWHERE
     if (newline or not forms.newline) and (not ascii_prompt or forms.ascii):
-        at = find_text(prompt, text)
+        at = _find_from(prompt, text, after)
         if at >= 0:
             return at, at + len(text), None
     for body in forms.json:
         if ascii_prompt and not body.isascii():
             continue
-        at = find_text(prompt, body)
+        at = _find_from(prompt, body, after)
         if at >= 0:
             return at, at + len(body), "json"
     return NOWHERE
+
+
+def _find_from(prompt: str, needle: str, after: int) -> int:
+    """A place needle stands: from after on, else before it (each place is in one of the two searches)."""
+    at = find_text(prompt, needle, after)
+    if at < 0 and after > 0:
+        at = find_text(prompt, needle, 0, min(len(prompt), after + len(needle) - 1))
+    return at
 
 
 def _retrievals(rows: list[tuple]) -> pl.DataFrame:
