@@ -220,6 +220,30 @@ def test_a_file_larger_than_the_threshold_is_parsed_in_workers_from_its_first_ba
     assert _rows(tmp_path / "small.duckdb") == _rows(tmp_path / "large.duckdb")
 
 
+def test_a_parse_worker_imports_neither_pyarrow_nor_numpy(tmp_path):
+    """A parse worker's start is its imports (each worker pays them, every run): N hands its columns to and from
+    polars through the Arrow PyCapsule interface, so a worker parses a batch without pyarrow or numpy (~0.2 CPU-s)."""
+    import subprocess
+
+    record = scenario_record("plain-list", "json")
+    line = json.dumps(record).encode()
+    code = (
+        "import sys, json; from datetime import datetime, UTC; from pathlib import Path\n"
+        "from citegate_assets.lib.config import parse_config\n"
+        "from citegate_assets.lib.core.lines import Line\n"
+        "from citegate_assets.lib.ingest.workers import BatchLine, parse_batch_to_send\n"
+        f"raw = {line!r}\n"
+        "parsed = parse_batch_to_send([BatchLine(0, ('f', 1), Line(1, raw, len(raw), len(raw)))], parse_config({}, None),"
+        f" datetime.now(UTC), True, Path({str(tmp_path)!r}))\n"
+        "print(json.dumps([len(parsed.claims), parsed.relations['batch_retrievals'].height,"
+        " sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'numpy'})]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    claims, retrievals, imported = json.loads(out.stdout)
+    assert claims == 1 and retrievals == len(record["retrieved"]) > 0
+    assert imported == []
+
+
 def test_the_nfc_suspect_table_is_this_pythons():
     """normalize.py skips NFC on rows without any code point NFC may change; its stored table must be complete."""
     import unicodedata

@@ -323,8 +323,6 @@ PARSE_PROCESS_ENVIRONMENT = {
     "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
     "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1",
-    # numpy comes with pyarrow (N's column buffers) and starts OpenBLAS threads a parse never uses
-    "OPENBLAS_NUM_THREADS": "1",
 }
 
 
