@@ -6,9 +6,13 @@ Bodies are written as the SDK docs and types show them (openai 3.57 `types/chat`
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citegate_assets.lib.ingest.containers import (
     Decoded,
@@ -133,6 +137,68 @@ def test_text_and_python_repr_encodings_unchanged():
     assert decode_prompt('"rendered prompt"', "json") == [("text", "rendered prompt")]
     with pytest.raises(PromptDecodeError, match="unknown prompt_encoding"):
         decode_body("x", "base64")
+
+
+# --- python_repr: the compiled fast path gives what ast.literal_eval gives -------------------------
+
+# what a repr, a hand-written literal or a broken one holds: quotes, escapes of every kind (repr's and others), line
+# breaks, NUL, surrogates, prefixes, two literals side by side
+_LITERAL_PIECES = [
+    *("'", '"', "''", "'''", " ", "r", "b", "u", "f"),
+    *("\\", "\\\\", "\\'", '\\"', "\\n", "\\r", "\\t", "\\x4", "\\x41", "\\xe9", "\\u20", "\\u20ac", "\\ud83d"),
+    *("\\U0001f600", "\\U00110000", "\\N{BULLET}", "\\0", "\\101", "\\a", "\\q", "\\\n"),
+    *("\n", "\r", "\x00", "\ud800", "\u2028", "\x0c", "é", "€", "😀"),
+]
+
+
+def _literals():
+    return pytest.importorskip("citegate_assets.lib.ingest._literals", reason="no C compiler built _literals.c")
+
+
+def _literal_eval_or_none(text: str) -> str | None:
+    try:
+        value = ast.literal_eval(text)
+    except Exception:  # noqa: BLE001 - anything literal_eval refuses
+        return None
+    return value if isinstance(value, str) else None
+
+
+def test_the_python_repr_fast_path_is_built():
+    # `make install` builds it; CI tests it rather than the literal_eval path a machine without a compiler runs
+    from citegate_assets.lib.ingest import containers
+
+    if containers._literals is None and not os.environ.get("CI"):
+        pytest.skip("no C compiler built lib/ingest/_literals.c: python_repr prompts go through ast.literal_eval")
+    assert containers._literals is not None
+
+
+@settings(max_examples=2000, database=None)
+@given(st.lists(st.one_of(st.sampled_from(_LITERAL_PIECES), st.text(max_size=4)), max_size=12).map("".join))
+def test_the_fast_path_gives_literal_evals_value_or_leaves_it_to_literal_eval(text):
+    literals = _literals()
+    for candidate in (text, f"'{text}'", f'"{text}"'):
+        fast = literals.string_literal(candidate)
+        if fast is not None:
+            assert type(fast) is str and fast == _literal_eval_or_none(candidate), candidate
+
+
+@settings(max_examples=500, database=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",))))
+def test_every_repr_of_a_string_takes_the_fast_path(value):
+    assert _literals().string_literal(repr(value)) == value
+    assert decode_prompt(f"  {value!r}\n", "python_repr") == [("text", value)]
+
+
+def test_what_the_fast_path_leaves_is_read_or_refused_as_before():
+    literals = _literals()
+    for text, value in (("'''a'''", "a"), ("'a' 'b'", "ab"), ("'\\N{BULLET}'", "\u2022"), ("'\\101'", "A")):
+        assert literals.string_literal(text) is None
+        assert decode_prompt(text, "python_repr") == [("text", value)]
+    for broken in ("'a", "'a\nb'", "['a']", "'\\'", "'\\x4'", "'\\U00110000'", "'\ud800'", "'a\x00'"):
+        assert literals.string_literal(broken) is None
+        with pytest.raises(PromptDecodeError, match="python_repr prompt"):
+            decode_prompt(broken, "python_repr")
+    assert literals.string_literal("''") == "" and literals.string_literal("'\\ud83d'") == "\ud83d"
 
 
 # --- OpenAI completions -------------------------------------------------------------------------

@@ -1,0 +1,3 @@
+# The compiled module lib/ingest/_literals.c (built at install when a C compiler is there).
+
+def string_literal(text: str) -> str | None: ...
