@@ -208,9 +208,12 @@ def reference(args: dict) -> dict:
         ).fetchall()
         retrieved: dict[str, dict[str, str]] = {}
         for rid, chunk_id, text in con.sql(
-            # a retrieved text stored once, where it stands verbatim in the prompt (schema 11; docs/warehouse.md)
-            "select r.request_id, r.chunk_id, coalesce(r.text, substr(p.prompt_raw, r.raw_start + 1, "
-            "r.raw_end - r.raw_start)) from retrievals r join prompts p on p.request_id = r.request_id "
+            # a retrieved text stored once, where it stands in the prompt verbatim (schema 11) or as the body of a
+            # JSON string (schema 13: raw_encoding 'json'); docs/warehouse.md
+            "select r.request_id, r.chunk_id, coalesce(r.text, case when r.raw_encoding = 'json' "
+            "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) || '\"', '$') "
+            "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
+            "from retrievals r join prompts p on p.request_id = r.request_id "
             "where r.request_id in "
             "(select request_id from citations where citation_id in (select citation_id from sample_ids))"
         ).fetchall():
