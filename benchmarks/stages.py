@@ -211,8 +211,8 @@ def reference(args: dict) -> dict:
             # a retrieved text stored once, where it stands in the prompt verbatim (schema 11) or as the body of a
             # JSON string (schema 13: raw_encoding 'json'); docs/warehouse.md
             "select r.request_id, r.chunk_id, coalesce(r.text, case when r.raw_encoding = 'json' "
-            "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) || '\"', '$') "
-            "else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
+            "then json_extract_string('\"' || substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) "
+            "|| '\"', '$') else substr(p.prompt_raw, r.raw_start + 1, r.raw_end - r.raw_start) end) "
             "from retrievals r join prompts p on p.request_id = r.request_id "
             "where r.request_id in "
             "(select request_id from citations where citation_id in (select citation_id from sample_ids))"
