@@ -287,7 +287,7 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
 
     import duckdb
 
-    from citegate_assets.lib.ingest.retrievals import _raw_span
+    from citegate_assets.lib.ingest.retrievals import TextForms, _raw_span
 
     body = {"role": "system", "content": f"Context:\n[1] {text}\n{other}"}
     prompt = json.dumps(
@@ -297,7 +297,7 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
     )
     # after: where the request's previous chunk ended, anywhere in the prompt or past it
     after %= len(prompt) + 2
-    start, end, encoding = _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}, after)
+    start, end, encoding = _raw_span(prompt, TextForms(text), "\n" in prompt, prompt.isascii(), after)
     assert start is not None and end is not None
     piece = prompt[start:end]
     if encoding is None:
@@ -316,8 +316,8 @@ def test_a_retrieved_text_escaped_in_a_json_prompt_reads_back_whole(text, ensure
 def test_a_text_the_prompt_does_not_hold_is_never_given_a_span(text, prompt, after):
     import json
 
-    from citegate_assets.lib.ingest.retrievals import NOWHERE, _raw_span
+    from citegate_assets.lib.ingest.retrievals import NOWHERE, TextForms, _raw_span
 
     forms = {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
     if not any(form in prompt for form in forms):
-        assert _raw_span(prompt, text, "\n" in prompt, prompt.isascii(), {}, after) == NOWHERE
+        assert _raw_span(prompt, TextForms(text), "\n" in prompt, prompt.isascii(), after) == NOWHERE

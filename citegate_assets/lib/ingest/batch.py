@@ -108,8 +108,7 @@ def build_frames(
     prompt_rows: list[tuple] = []
     piece_rows: list[tuple] = []
     retrieval_rows: list[tuple] = []
-    chunk_texts: dict[str, str] = {}
-    known_texts: dict[str, TextForms] = {}  # _raw_span: what it needs of each distinct text
+    chunk_texts: dict[str, TextForms] = {}  # each distinct text once, with what _raw_span needs of it
     citation_rows: list[tuple] = []
     answer_reject_rows: list[tuple] = []
     in_block: set[str] = set()  # requests whose chunks are sought by content inside their profile's block
@@ -166,9 +165,11 @@ def build_frames(
         newline, ascii_prompt = "\n" in rec.prompt, rec.prompt.isascii()
         after = 0  # where the previous chunk's raw span ends: the next one is sought from there first
         for position, r in enumerate(rec.retrieved):
-            # one object per distinct text: polars then encodes a chunk that many requests retrieved once
-            text = chunk_texts.setdefault(r["text"], r["text"])
-            span = _raw_span(rec.prompt, text, newline, ascii_prompt, known_texts, after)  # in characters, as substr
+            forms = chunk_texts.get(r["text"])
+            if forms is None:
+                forms = chunk_texts[r["text"]] = TextForms(r["text"])
+            text = forms.text
+            span = _raw_span(rec.prompt, forms, newline, ascii_prompt, after)  # in characters, as DuckDB's substr
             after = span[1] if span[1] is not None else after
             retrieval_rows.append(
                 (

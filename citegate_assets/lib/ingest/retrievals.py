@@ -4,7 +4,6 @@ there rather than a second copy (retrievals_stored_once; docs/warehouse.md, "ret
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
 
 import polars as pl
 
@@ -85,18 +84,27 @@ def stored_twice(frames: Frames) -> pl.DataFrame:
 NOWHERE = (None, None, None)
 
 
-class TextForms(NamedTuple):
-    """What _raw_span needs of one distinct chunk text, worked out once a batch (a chunk many requests retrieved is
-    scanned once: `"\\x00" in text` alone is a character loop on a non-Latin-1 text)."""
+class TextForms:
+    """One distinct chunk text of a batch and what _raw_span needs of it, worked out once (a chunk many requests
+    retrieved is scanned once: `"\\x00" in text` alone is a character loop on a non-Latin-1 text); its JSON forms
+    only once a verbatim search has failed. `text` is the batch's one object for it: polars then encodes a chunk
+    that many requests retrieved once."""
 
-    storable: bool  # not empty and no NUL (json_extract_string would not give a NUL back)
-    newline: bool
-    ascii: bool
-    json: tuple[str, ...]  # its JSON string bodies that differ from it (_json_forms)
+    __slots__ = ("_json", "ascii", "newline", "storable", "text")
 
+    def __init__(self, text: str):
+        self.text = text
+        self.storable = bool(text) and "\x00" not in text  # json_extract_string would not give a NUL back
+        self.newline = "\n" in text
+        self.ascii = text.isascii()
+        self._json: tuple[str, ...] | None = None
 
-def text_forms(text: str) -> TextForms:
-    return TextForms(bool(text) and "\x00" not in text, "\n" in text, text.isascii(), _json_forms(text))
+    @property
+    def json(self) -> tuple[str, ...]:
+        """Its JSON string bodies that differ from it (_json_forms)."""
+        if self._json is None:
+            self._json = _json_forms(self.text)
+        return self._json
 
 
 def _json_forms(text: str) -> tuple[str, ...]:
@@ -112,17 +120,15 @@ def _json_forms(text: str) -> tuple[str, ...]:
 
 
 def _raw_span(
-    prompt: str, text: str, newline: bool, ascii_prompt: bool, known: dict[str, TextForms], after: int = 0
+    prompt: str, forms: TextForms, newline: bool, ascii_prompt: bool, after: int = 0
 ) -> tuple[int | None, int | None, str | None]:
-    """(raw_start, raw_end, raw_encoding): a place where text stands in the prompt as logged, verbatim (encoding None)
-    or as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes, line
-    breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping depends
-    on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). known: the batch's
-    TextForms of each distinct text. after: where the request's previous chunk was found (its end), sought from
-    first: chunks mostly stand in retrieved order, and the span only has to hold the text, not be its first place."""
-    forms = known.get(text)
-    if forms is None:
-        forms = known[text] = text_forms(text)
+    """(raw_start, raw_end, raw_encoding): a place where the text stands in the prompt as logged, verbatim (encoding
+    None) or as the body of a JSON string ('json': a prompt logged as JSON chat messages escapes quotes, backslashes,
+    line breaks and often every non-ASCII character); NOWHERE when it does not. A python_repr prompt's escaping
+    depends on the quote its repr chose, which DuckDB cannot undo: such a text stays stored (NOWHERE). after: where
+    the request's previous chunk was found (its end), sought from first: chunks mostly stand in retrieved order, and
+    the span only has to hold the text, not be its first place."""
+    text = forms.text
     if not forms.storable:
         return NOWHERE
     if (newline or not forms.newline) and (not ascii_prompt or forms.ascii):
