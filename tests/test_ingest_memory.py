@@ -3,8 +3,16 @@
 
 import json
 
+import duckdb
+
+from citegate_assets.lib.ingest.known_requests import KnownRequests
 from citegate_assets.lib.ingest.stream import ingest_landing
-from citegate_assets.lib.ingest.writer import INGEST_CHECKPOINT_BYTES, INGEST_MEMORY_LIMIT_BYTES, INGEST_THREADS
+from citegate_assets.lib.ingest.writer import (
+    INGEST_CHECKPOINT_BYTES,
+    INGEST_MEMORY_LIMIT_BYTES,
+    INGEST_THREADS,
+    LONG_LINE_CHECKPOINT_BYTES,
+)
 
 from .helpers import scenario_record, write_jsonl
 
@@ -86,7 +94,8 @@ def test_a_line_near_max_line_bytes_lands_under_the_bound(con, landing, config):
 def test_copies_of_a_line_near_max_line_bytes_are_refused_and_ingest_finishes(con, landing, config):
     """Each copy after the first is refused (duplicate_request_id) and its reject row keeps the whole line: a later,
     small commit's automatic checkpoint wrote those rows under the bare bound, failed, and DuckDB invalidated the
-    database (a FATAL error, every later statement refused). No batch after a long line gets less room than it."""
+    database (a FATAL error, every later statement refused). No batch after a long line gets less room than it, and
+    checkpoints come often enough that the refused copies held in memory fit that room."""
     record = scenario_record("plain-list", "text", request_id="req-long")
     line = json.dumps(record)
     record["prompt"] += " " * (32 * 2**20 - len(line) - 1)  # the line: max_line_bytes, newline included
@@ -95,8 +104,35 @@ def test_copies_of_a_line_near_max_line_bytes_are_refused_and_ingest_finishes(co
     copies = 6
     small = [json.dumps(scenario_record("plain-list", "text", request_id=f"req-{i}")) for i in range(copies)]
     (landing / "a.jsonl").write_text("".join(f"{s}\n{line}\n" for s in small))
-    summary = ingest_landing(con, landing, config)
+    during: list[str] = []
+    summary = ingest_landing(
+        con, landing, config, batch_lines=2, progress=lambda *_: during.append(checkpoint_threshold(con))
+    )
     assert (summary.records_ingested, summary.records_rejected) == (copies + 1, copies - 1)
+    # from the first long line on, the uncheckpointed rows stay within the room that line gets
+    assert during == [f"{LONG_LINE_CHECKPOINT_BYTES / 2**20:.1f} MiB"] * copies
+    assert checkpoint_threshold(con) == "16.0 MiB"
     rows = con.sql("select reason, strlen(raw_line) from ingest_rejects order by line_no").fetchall()
     assert rows == [("duplicate_request_id", len(line))] * (copies - 1)
     assert con.sql("select count(*) from prompts").fetchall() == [(copies + 1,)]
+
+
+def test_a_lookup_out_of_memory_while_a_batch_is_written_is_asked_again(con, landing, config, monkeypatch):
+    """The lookup of a batch's request ids shares the memory_limit with the batch being written: refused for memory,
+    it is asked again once that batch is in, and a copy of an id in the batch before is still refused."""
+    lines = [scenario_record("plain-list", "text", request_id=f"req-{i}") for i in (0, 1, 2, 0)]
+    write_jsonl(landing / "a.jsonl", lines)
+    real = KnownRequests.lookup
+    calls: list[int] = []
+
+    def lookup(self, request_ids):
+        calls.append(con.sql("select count(*) from prompts").fetchall()[0][0])
+        if len(calls) == 2:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 1.0 MiB")
+        return real(self, request_ids)
+
+    monkeypatch.setattr(KnownRequests, "lookup", lookup)
+    summary = ingest_landing(con, landing, config, batch_lines=2)
+    assert (summary.records_ingested, summary.records_rejected) == (3, 1)
+    assert calls[2] == 2  # asked again after the first batch's two prompts were committed
+    assert con.sql("select reason from ingest_rejects").fetchall() == [("duplicate_request_id",)]

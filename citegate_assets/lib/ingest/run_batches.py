@@ -33,7 +33,7 @@ from citegate_assets.lib.ingest.workers import (
     resolve_workers,
     valid_line_text,
 )
-from citegate_assets.lib.ingest.writer import BatchWriter
+from citegate_assets.lib.ingest.writer import BatchWriter, out_of_memory
 from citegate_assets.lib.storage.text_files import keep_only, remove_files
 
 BATCH_LINES = 2000
@@ -396,6 +396,16 @@ class RunBatches:
         relations["batch_source_lines"] = pl.DataFrame(read_from, schema=SOURCE_LINES_SCHEMA, orient="row")
         return relations
 
+    def _known_of(self, request_ids: list[str]) -> list[tuple[str, str, str, bool]]:
+        try:
+            return self.known.lookup(request_ids)
+        except duckdb.Error as exc:
+            # the batch being written shares the memory_limit (a long line's copies pinned): ask again once it is in
+            if not out_of_memory(exc):
+                raise
+            self.writer.drain()
+            return self.known.lookup(request_ids)
+
     def _drop_known_requests(
         self, claims: list[Claim], origin: dict[int, tuple[str, int]]
     ) -> tuple[list[Claim], list[tuple[Claim, Reject, bool]], list[tuple]]:
@@ -404,7 +414,7 @@ class RunBatches:
         seen = self.run_seen
         # each id looked up in the run's dict (a set of every id the run had seen, built per batch, grew with the run)
         unknown = {claim.request_id for claim in claims if claim.request_id not in seen}
-        for rid, sha, source, text_removed in self.known.lookup(list(unknown)):
+        for rid, sha, source, text_removed in self._known_of(list(unknown)):
             seen[rid] = (sha, source, text_removed)
         kept: list[Claim] = []
         refused: list[tuple[Claim, Reject, bool]] = []

@@ -17,7 +17,7 @@ from citegate_assets.lib.storage.text_files import remove_files
 from citegate_assets.lib.storage.text_store import text_dir
 from citegate_assets.lib.storage.warehouse import run_script, transaction
 
-__all__ = ["INGEST_MEMORY_LIMIT_BYTES", "BatchWriter", "IngestWriteError", "ingest_settings"]
+__all__ = ["INGEST_MEMORY_LIMIT_BYTES", "BatchWriter", "IngestWriteError", "ingest_settings", "out_of_memory"]
 
 
 # DuckDB's buffer pool keeps every page ingest wrote until it reaches its limit (4 GB): the peak grew with the file.
@@ -27,6 +27,10 @@ INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
 # anew (up to 122,880 rows: ~0.3 CPU-s for retrievals alone on a large warehouse). Ingest lets the WAL grow to this
 # much first: about one checkpoint per 40,000 requests of 15 KB (64 MiB: 6 CPU-s more per 100,000; peak RSS the same).
 INGEST_CHECKPOINT_BYTES = 256 * 1024 * 1024
+# Once a run has written a line this long, checkpoints come at DuckDB's 64 MiB again: a refused copy's reject row keeps
+# the whole line, and 256 MiB of such rows outgrow the room a long line gets (LINE_MEMORY_FACTOR x its bytes).
+LONG_LINE_BYTES = 1024 * 1024
+LONG_LINE_CHECKPOINT_BYTES = 64 * 1024 * 1024
 # DuckDB's threads for the batches' inserts and checkpoints: with the parse processes on every core, a second one only
 # split small tasks, ~0.4 CPU-s more per 20,000 requests of 15 KB for no speed (the run's wall time the same)
 INGEST_THREADS = 1
@@ -59,6 +63,8 @@ class BatchWriter:
     def submit(self, relations: dict[str, pl.DataFrame], ledger: list[dict], longest_line: int = 0) -> None:
         self.drain()
         self._files = ", ".join(sorted({row["file_name"] for row in ledger}))[:300]
+        if longest_line > LONG_LINE_BYTES >= self._longest:
+            self._cursor.execute("set checkpoint_threshold = $1", [f"{LONG_LINE_CHECKPOINT_BYTES}B"])
         self._longest = max(self._longest, longest_line)
         memory = INGEST_MEMORY_LIMIT_BYTES + LINE_MEMORY_FACTOR * self._longest
         self._pending = self._pool.submit(
@@ -135,7 +141,7 @@ def _write_batch(
         try:
             _write_batch_within(cursor, relations, ledger, memory, limit)
         except duckdb.Error as exc:
-            if not _out_of_memory(exc) or roomy <= memory:
+            if not out_of_memory(exc) or roomy <= memory:
                 raise
             _write_batch_within(cursor, relations, ledger, roomy, limit)
     except BaseException:
@@ -144,7 +150,7 @@ def _write_batch(
         raise
 
 
-def _out_of_memory(exc: duckdb.Error) -> bool:
+def out_of_memory(exc: duckdb.Error) -> bool:
     text = str(exc)
     return isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory" in text or "failed to pin block" in text
 
