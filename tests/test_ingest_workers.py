@@ -628,3 +628,22 @@ def _ended(pid: int, seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _results_pipe_size(pool) -> int:
+    import fcntl
+
+    return fcntl.fcntl(pool._result_queue._reader.fileno(), fcntl.F_GETPIPE_SZ)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_a_pools_results_come_back_through_a_wide_pipe_whole(tmp_path):
+    """The pipe a pool's results come back through is as wide as this kernel lets it be (1 MiB at most, not 64 KiB):
+    a parse batch's ~8 MB result crosses it in a few reads. A result far wider than the pipe still arrives whole."""
+    from citegate_assets.lib.core.processes import RESULTS_PIPE_BYTES, spawned_pool
+
+    allowed = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with spawned_pool(1) as pool:
+        assert _results_pipe_size(pool) == min(allowed, RESULTS_PIPE_BYTES) > 64 * 1024
+        payload = os.urandom(9 * 2**20)
+        assert pool.submit(bytes, payload).result() == payload

@@ -31,11 +31,17 @@ from typing import Any
 
 import polars as pl
 
+try:
+    import fcntl
+except ImportError:  # not a POSIX system
+    fcntl = None  # type: ignore[assignment]
+
 AUTO_MAX = 4  # `workers = 0` (auto): the cores, at most this many
 MIN_ITEMS = 512  # below this a call is quicker in process than the pickling round trip
 PIECE = 256  # items per task at most: small enough to keep every worker busy to the end, large enough to amortize
 WATCH_S = 1.0  # how often a worker's watchdog checks that its parent is still there
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+RESULTS_PIPE_BYTES = 1 << 20  # the results pipe's size asked for (_widen_results_pipe)
 
 _pools: dict[int, ProcessPoolExecutor] = {}
 
@@ -68,12 +74,31 @@ def spawned_pool(workers: int, end_quickly: bool = False) -> ProcessPoolExecutor
     that spawned a worker ends, and a pool's workers are spawned by the thread that submits to it.
     end_quickly: a worker that holds nothing to close (each task's output is whole when it returns) ends without the
     interpreter's finalization once the pool is shut down (end_now)."""
-    return ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
         initargs=(os.getpid(), threading.current_thread() is threading.main_thread(), end_quickly),
     )
+    _widen_results_pipe(pool)
+    return pool
+
+
+def _widen_results_pipe(pool: ProcessPoolExecutor) -> None:
+    """The pipe the workers' results come back through, at the largest size this kernel allows an unprivileged
+    process (1 MiB by default, against 64 KiB): a parse batch's result is ~8 MB, and at 64 KiB a time the worker and
+    the reader woke each other ~120 times a batch, each read a fresh bytes object grown into the reader's buffer.
+    Best effort: elsewhere (not Linux, a pool without that pipe) results come as before."""
+    reader = getattr(getattr(pool, "_result_queue", None), "_reader", None)
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if reader is None or set_size is None:
+        return
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            size = min(int(f.read()), RESULTS_PIPE_BYTES)
+        fcntl.fcntl(reader.fileno(), set_size, size)
+    except (OSError, ValueError):
+        pass
 
 
 def _start_worker(parent_pid: int, death_signal: bool, end_quickly: bool) -> None:
