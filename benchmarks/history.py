@@ -193,29 +193,25 @@ def rows(h: dict) -> list[tuple[str, str, str, str]]:
     """(figure, measured, target, verdict) lines for benchmarks.bench's table."""
     nights, cpu = h["nights_s"], h["nights_cpu_s"]
     first, last = nights[0], nights[-1]
-    head, tail = statistics.median(nights[1:4] or nights), statistics.median(nights[-3:])
+    # day 1 and day N as the medians of the first and the last three nights: one night moves by up to 10 % on a
+    # shared machine, so a ratio of two single nights measured that more than any growth
+    head, tail = statistics.median(nights[:3]), statistics.median(nights[-3:])
+    cpu_head, cpu_tail = statistics.median(cpu[:3]), statistics.median(cpu[-3:])
     p, m = h["publish"], h["metrics"]
     ok = lambda cond: "MET" if cond else "MISSED"  # noqa: E731
     size = f"{h['days']} days x {h['requests_per_day']:,} requests"
     return [
-        (f"nightly run, day 1 of {size} (s)", f"{first:,.1f}", "", ""),
+        (f"nightly run, day 1 of {size} (s; median of nights 1-3)", f"{head:,.1f}", "", ""),
         (
-            f"nightly run, day {h['days']} (s; ratio to day 1)",
-            f"{last:,.1f} ({last / first:.2f}x)",
+            f"nightly run, day {h['days']} (s, median of the last 3 nights; ratio to day 1)",
+            f"{tail:,.1f} ({tail / head:.2f}x)",
             f"<= {NIGHT_RATIO_TARGET}x day 1",
-            ok(last <= NIGHT_RATIO_TARGET * first),
+            ok(tail <= NIGHT_RATIO_TARGET * head),
         ),
-        ("  median of nights 2-4 / last 3 (s)", f"{head:,.1f} / {tail:,.1f} ({tail / head:.2f}x)", "", ""),
+        (f"  night 1 / night {h['days']} alone (s)", f"{first:,.1f} / {last:,.1f} ({last / first:.2f}x)", "", ""),
         (
-            f"  CPU of the night's process, day 1 / day {h['days']} (s)",
-            f"{cpu[0]:,.1f} / {cpu[-1]:,.1f} ({cpu[-1] / cpu[0]:.2f}x)",
-            "",
-            "",
-        ),
-        (
-            "  CPU, median of nights 2-4 / last 3 (s)",
-            f"{statistics.median(cpu[1:4] or cpu):,.1f} / {statistics.median(cpu[-3:]):,.1f} "
-            f"({statistics.median(cpu[-3:]) / statistics.median(cpu[1:4] or cpu):.2f}x)",
+            "  CPU of the night's process, median of nights 1-3 / last 3 (s)",
+            f"{cpu_head:,.1f} / {cpu_tail:,.1f} ({cpu_tail / cpu_head:.2f}x)",
             "",
             "",
         ),
