@@ -3,9 +3,10 @@
 
     python -m benchmarks.shards [--work DIR] [--requests 20000] [--prompt-kb 15] [--repeats 2]
 
-Each ingest runs in a fresh process on a fresh warehouse (benchmarks/stages.py ingest_shards), the two alternated
-so drifting load hits both alike. Target: the 2-shard ingest within 1.15x the CPU of the 1-shard one (the work is
-split, not repeated)."""
+The day is FILES landing files, as a log rotated through the day writes it: shards split a day by file, so a day in
+one file would leave one shard all the work. Each ingest runs in a fresh process on a fresh warehouse
+(benchmarks/stages.py ingest_shards), the two alternated so drifting load hits both alike. Target: the 2-shard ingest
+within 1.15x the CPU of the 1-shard one (the work is split, not repeated)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 1.15
+FILES = 8  # the day's landing files: a log rotated every 3 hours
 CONFIG = """
 [surfaces.default]
 stakes = "off"
@@ -26,8 +28,9 @@ def measure(work: Path, requests: int = 20_000, prompt_kb: int = 15, repeats: in
     from benchmarks.bench import fresh, generate, stage
 
     work.mkdir(parents=True, exist_ok=True)
-    landing = work / f"landing-{requests}"
-    generate(landing, requests, prompt_kb)
+    generated = work / f"landing-{requests}"
+    generate(generated, requests, prompt_kb)
+    landing = rotated(generated, work / f"landing-{requests}-{FILES}-files", FILES)
     config = work / "shards.toml"
     config.write_text(CONFIG)
     runs: dict[int, list[dict]] = {1: [], 2: []}
@@ -51,6 +54,23 @@ def measure(work: Path, requests: int = 20_000, prompt_kb: int = 15, repeats: in
     return {"requests": requests, "prompt_kb": prompt_kb, "runs": runs, "same": same}
 
 
+def rotated(source: Path, target: Path, files: int) -> Path:
+    """The generated day (one file) as `files` files of consecutive lines, once."""
+    done = target / ".from"
+    stamp = (source / ".requests").read_text() + f":{files}"
+    if done.exists() and done.read_text() == stamp:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    [day] = sorted(source.glob("*.jsonl"))
+    lines = day.read_bytes().splitlines(keepends=True)
+    step = -(-len(lines) // files)
+    for n in range(files):
+        (target / f"{day.stem}-{n:02d}.jsonl").write_bytes(b"".join(lines[n * step : (n + 1) * step]))
+    done.write_text(stamp)
+    return target
+
+
 def _cpu(runs: list[dict]) -> str:
     return ", ".join(f"{r['cpu_s']:.1f}" for r in runs)
 
@@ -63,7 +83,8 @@ def render(m: dict) -> str:
     wall = {n: statistics.median(r["seconds"] for r in m["runs"][n]) for n in (1, 2)}
     return "\n".join(
         [
-            f"\ningest split across shards: {m['requests']:,} requests of ~{m['prompt_kb']} KB, CPU s of every process",
+            f"\ningest split across shards: {m['requests']:,} requests of ~{m['prompt_kb']} KB in {FILES} files, "
+            "CPU s of every process",
             f"  1 shard:  {_cpu(m['runs'][1])} (median {one:.1f}); wall {wall[1]:.1f} s",
             f"  2 shards: {_cpu(m['runs'][2])} (median {two:.1f}); wall {wall[2]:.1f} s",
             f"  2-shard / 1-shard CPU: {ratio:.2f}x (target <= {TARGET}x), tables identical: "
