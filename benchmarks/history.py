@@ -203,7 +203,7 @@ def rows(h: dict) -> list[tuple[str, str, str, str]]:
     return [
         (f"nightly run, day 1 of {size} (s; median of nights 1-3)", f"{head:,.1f}", "", ""),
         (
-            f"nightly run, day {h['days']} (s, median of the last 3 nights; ratio to day 1)",
+            f"nightly run, day {h['days']} (s; median of the last 3 nights, ratio to day 1)",
             f"{tail:,.1f} ({tail / head:.2f}x)",
             f"<= {NIGHT_RATIO_TARGET}x day 1",
             ok(tail <= NIGHT_RATIO_TARGET * head),

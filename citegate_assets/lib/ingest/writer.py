@@ -27,8 +27,8 @@ INGEST_MEMORY_LIMIT_BYTES = 64 * 1024 * 1024
 # anew (up to 122,880 rows: ~0.3 CPU-s for retrievals alone on a large warehouse). Ingest lets the WAL grow to this
 # much first: about one checkpoint per 40,000 requests of 15 KB (64 MiB: 6 CPU-s more per 100,000; peak RSS the same).
 INGEST_CHECKPOINT_BYTES = 256 * 1024 * 1024
-# Once a run has written a line this long, checkpoints come at DuckDB's 64 MiB again: a refused copy's reject row keeps
-# the whole line, and 256 MiB of such rows outgrow the room a long line gets (LINE_MEMORY_FACTOR x its bytes).
+# Once a run has written a line this long, checkpoints come every 64 MiB of WAL instead: a refused copy's reject row
+# keeps the whole line, and 256 MiB of such rows outgrow the room a long line gets (LINE_MEMORY_FACTOR x its bytes).
 LONG_LINE_BYTES = 1024 * 1024
 LONG_LINE_CHECKPOINT_BYTES = 64 * 1024 * 1024
 # DuckDB's threads for the batches' inserts and checkpoints: with the parse processes on every core, a second one only
