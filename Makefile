@@ -7,7 +7,8 @@ export DAGSTER_HOME := $(CURDIR)/dagster_home
 
 .PHONY: demo test test-system lint ui bench install clean fixtures adapter-fixtures guard-examples train-judge docs
 
-$(STAMP): pyproject.toml citegate_assets/lib/ingest/_canonical.c citegate_assets/lib/ingest/_literals.c
+$(STAMP): pyproject.toml citegate_assets/lib/ingest/_canonical.c citegate_assets/lib/ingest/_literals.c \
+		citegate_assets/lib/ingest/_locate.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

@@ -29,9 +29,11 @@ MAX_SEARCHES = 20_000  # far more than any shape below needs; the unbounded sear
 
 
 class CountedSearches:
-    """locate.find_text, counted: calls, and characters each may scan (from where it starts to its match or end)."""
+    """locate.find_text, counted: calls, and characters each may scan (from where it starts to its match or end). The
+    Python path is counted: the compiled pass makes the same searches (tests/test_locate_compiled.py)."""
 
     def __init__(self, monkeypatch):
+        monkeypatch.setattr(locate, "_compiled", None)
         self.calls, self.scanned = 0, 0
         real = locate.find_text
 
