@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,11 +86,18 @@ def test_positional_refs():
     ]
 
 
-def test_find_text_is_str_find():
+@pytest.mark.parametrize("path", ["compiled", "python"])
+def test_find_text_is_str_find(path, monkeypatch):
     # the head-first search must give str.find's answer, including a head that recurs before the whole text
     import random
 
+    from citegate_assets.lib.ingest import locate
     from citegate_assets.lib.ingest.locate import HEAD_CHARS, find_text
+
+    if path == "compiled" and locate._compiled is None:
+        pytest.skip("no C compiler built lib/ingest/_locate.c")
+    if path == "python":
+        monkeypatch.setattr(locate, "_compiled", None)
 
     rng = random.Random(16)
     for _ in range(20000):

@@ -9,6 +9,8 @@
  *   work charged in the same order, so the same stop at the budget, and the same position hints (its pattern, called).
  *   regions: Region tuples in prompt order; over_budget: regions, arrived_chars, truncated and positions are None.
  *   tests/test_locate_compiled.py holds it equal to the Python path on arbitrary prompts.
+ * find(prompt, text, at, hi) -> int
+ *   locate.find_text without work (a raw span's search, lib/ingest/retrievals.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -884,6 +886,21 @@ done:
     return result;
 }
 
+static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *prompt, *text;
+    Py_ssize_t at, hi;
+    if (!PyArg_ParseTuple(args, "UUnn:find", &prompt, &text, &at, &hi))
+        return NULL;
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "_locate.configure was not called");
+        return NULL;
+    }
+    /* a budget no search reaches: nothing is charged */
+    Search s = {prompt, PyUnicode_KIND(prompt), PyUnicode_DATA(prompt), 0, hi, PY_SSIZE_T_MAX, 0, 0, {NULL, NULL, 0, 0}};
+    Py_ssize_t found = find_text(&s, text, at, hi);
+    return found == STOP ? NULL : PyLong_FromSsize_t(found);
+}
+
 static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *pattern, *region;
     if (!PyArg_ParseTuple(args, "nnnnnnnnnnOO!:configure", &MIN_PREFIX, &PROBE, &MAX_GAP, &HINT_WINDOW, &ID_WINDOW,
@@ -904,7 +921,8 @@ static PyObject *configure(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "locate.py's constants, set as it imports this module."},
-    {"locate", locate, METH_VARARGS, "What locate.py's _locate finds, without position hints."},
+    {"locate", locate, METH_VARARGS, "What locate.py's _locate finds."},
+    {"find", find, METH_VARARGS, "locate.find_text without work: prompt.find(text, at, hi), head first."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -240,6 +240,8 @@ def find_text(prompt: str, text: str, at: int = 0, hi: int | None = None, work: 
     With work, each search is charged what it may scan (up to the match, or hi) and each check its length."""
     if hi is None:
         hi = len(prompt)
+    if work is None and _compiled is not None:
+        return _compiled.find(prompt, text, at, hi)
     if len(text) <= HEAD_CHARS:
         found = prompt.find(text, at, hi)
         if work is not None:

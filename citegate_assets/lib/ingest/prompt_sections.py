@@ -258,13 +258,14 @@ def _locate_auto(
             found = locate_chunks(text, chunks.get(rid, []))
         if found.over_budget:
             over_budget.add(rid)
+        labels = spans.get(rid)
         for n, r in enumerate(found.regions):
             rows.append(
                 (
                     rid,
                     day,
                     n,
-                    label_at(spans.get(rid, []), r.start) or r.header_ref,
+                    (labels and label_at(labels, r.start)) or r.header_ref,
                     r.chunk_id,
                     f"auto_{r.how}",
                     r.start,
@@ -275,6 +276,7 @@ def _locate_auto(
                     r.chunk_to,
                 )
             )
-        if found.context is not None and rid not in in_block:
-            bounds.append((rid, *found.context))
+        context = found.context
+        if context is not None and rid not in in_block:
+            bounds.append((rid, *context))
     return _frame(rows, SECTION_SCHEMA), _frame(bounds, BOUNDS_SCHEMA), over_budget
