@@ -31,6 +31,9 @@ def measure(repeats: int = 3) -> list[float]:
             t0 = time.perf_counter()
             pool.map(work, [LOOPS, LOOPS])
             out.append(2 * alone / (time.perf_counter() - t0))
+        # closed and joined, not terminated: a terminating pool may start a worker that waits forever on its queue
+        pool.close()
+        pool.join()
     return out
 
 
