@@ -21,7 +21,7 @@ static int configured = 0;
 static PyObject *HINT_PATTERN = NULL; /* locate._POSITION_HINT */
 static PyTypeObject *REGION = NULL;   /* locate.Region, a NamedTuple */
 
-#define STOP (-2) /* a search stopped: over budget (Search.over) or a Python error is set */
+#define STOP (-2) /* a search stopped: over the budget, or a Python error is set (PyErr_Occurred tells which) */
 
 typedef struct {
     Py_ssize_t *starts, *ends;
@@ -33,7 +33,6 @@ typedef struct {
     int kind;
     const void *data;
     Py_ssize_t lo, hi, budget, spent;
-    int over;
     Claimed claimed;
 } Search;
 
@@ -50,6 +49,7 @@ typedef struct {
     PyObject *chunk_id; /* borrowed from chunks */
     Py_ssize_t start, end, cfrom, cto;
     int how;
+    Py_ssize_t seq; /* the order it was found in: ties of (start, end) keep it, as Python's stable sort does */
 } Found;
 
 typedef struct {
@@ -80,11 +80,7 @@ static int grow(void **items, Py_ssize_t *cap, Py_ssize_t want, size_t size) {
 /* _Work.charge: 0, or STOP past the budget */
 static int charge(Search *s, Py_ssize_t chars, Py_ssize_t calls) {
     s->spent += chars + calls * CALL_CHARS;
-    if (s->spent > s->budget) {
-        s->over = 1;
-        return STOP;
-    }
-    return 0;
+    return s->spent > s->budget ? STOP : 0;
 }
 
 static Py_ssize_t pos0(Py_ssize_t v) { return v > 0 ? v : 0; }
@@ -306,7 +302,8 @@ static int add_region(Regions *r, PyObject *chunk_id, Py_ssize_t start, Py_ssize
                       Py_ssize_t cto, int how) {
     if (grow((void **)&r->items, &r->cap, r->n + 1, sizeof(Found)) < 0)
         return -1;
-    r->items[r->n++] = (Found){chunk_id, start, end, cfrom, cto, how};
+    r->items[r->n] = (Found){chunk_id, start, end, cfrom, cto, how, r->n};
+    r->n++;
     return 0;
 }
 
@@ -455,11 +452,9 @@ static int pieces_of(Search *s, PyObject *text, Py_ssize_t at, Pieces *out) {
         Py_ssize_t c = at_chunk;
         while (c < len && PyUnicode_READ(tkind, tdata, c) == ' ')
             c++;
+        /* the probe text[c:c+PROBE]; shorter than 8 characters, the chunk's rest is too short to seek */
         Py_ssize_t plen = len - c < PROBE ? len - c : PROBE;
-        if (plen < 0)
-            plen = 0;
-        Py_ssize_t want = PROBE < len - c ? PROBE : len - c;
-        if (plen < want || plen < 8)
+        if (plen < 8)
             break;
         PyObject *probe = PyUnicode_Substring(text, c, c + plen);
         if (probe == NULL)
@@ -510,7 +505,7 @@ static int by_place(const void *a, const void *b) {
         return x->start < y->start ? -1 : 1;
     if (x->end != y->end)
         return x->end < y->end ? -1 : 1;
-    return 0;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* text[from:].strip() is not empty */
@@ -633,7 +628,8 @@ static PyObject *locate(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *seq = PySequence_Fast(chunks, "locate: chunks must be a sequence of (chunk_id, text)");
     if (seq == NULL)
         return NULL;
-    Search s = {prompt, PyUnicode_KIND(prompt), PyUnicode_DATA(prompt), lo, hi, budget, 0, 0, {NULL, NULL, 0, 0}};
+    Search s = {.prompt = prompt, .kind = PyUnicode_KIND(prompt), .data = PyUnicode_DATA(prompt), .lo = lo, .hi = hi,
+                .budget = budget};
     PyObject *chunk_chars = PyDict_New(), *groups = PyDict_New(), *arrived = PyDict_New(), *truncated = PySet_New(NULL),
              *retried = PySet_New(NULL), *result = NULL;
     Group *gs = NULL;
@@ -829,28 +825,8 @@ static PyObject *locate(PyObject *Py_UNUSED(self), PyObject *args) {
         if (rest_is_text(text, covered) && PySet_Add(truncated, c->chunk_id) < 0)
             goto done;
     }
-    /* in prompt order: a stable sort by (start, end) */
-    {
-        Found *sorted = PyMem_Malloc((size_t)(regions.n + 1) * sizeof(Found));
-        if (sorted == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t k = 0; k < regions.n; k++)
-            sorted[k] = regions.items[k];
-        /* stable insertion sort: regions are few (a prompt's chunks) and mostly in order already */
-        for (Py_ssize_t k = 1; k < regions.n; k++) {
-            Found x = sorted[k];
-            Py_ssize_t m = k;
-            while (m > 0 && by_place(&sorted[m - 1], &x) > 0) {
-                sorted[m] = sorted[m - 1];
-                m--;
-            }
-            sorted[m] = x;
-        }
-        PyMem_Free(regions.items);
-        regions.items = sorted;
-    }
+    /* in prompt order: sorted by (start, end), ties in the order found */
+    qsort(regions.items, (size_t)regions.n, sizeof(Found), by_place);
     if (charge(&s, regions.n * HINT_WINDOW, regions.n) < 0)
         goto stopped;
     {
@@ -896,7 +872,8 @@ static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
         return NULL;
     }
     /* a budget no search reaches: nothing is charged */
-    Search s = {prompt, PyUnicode_KIND(prompt), PyUnicode_DATA(prompt), 0, hi, PY_SSIZE_T_MAX, 0, 0, {NULL, NULL, 0, 0}};
+    Search s = {.prompt = prompt, .kind = PyUnicode_KIND(prompt), .data = PyUnicode_DATA(prompt), .hi = hi,
+                .budget = PY_SSIZE_T_MAX};
     Py_ssize_t found = find_text(&s, text, at, hi);
     return found == STOP ? NULL : PyLong_FromSsize_t(found);
 }
